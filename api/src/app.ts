@@ -1,0 +1,89 @@
+import { APIError } from "better-auth/api";
+import { HTTPException } from "hono/http-exception";
+import { secureHeaders } from "hono/secure-headers";
+import { apiKeyRoutes } from "./api-keys/routes.ts";
+import { auditRoutes } from "./audit/routes.ts";
+import { authHandlerRoutes } from "./auth/handler.ts";
+import { authenticate } from "./auth/principal.ts";
+import { accountRoutes } from "./auth/routes.ts";
+import type { AppDeps } from "./context.ts";
+import { credentialRoutes } from "./credentials/routes.ts";
+import { deploymentRoutes } from "./deployment/routes.ts";
+import { healthRoutes } from "./health/routes.ts";
+import { accessLog } from "./http/access-log.ts";
+import { HttpProblem, problemResponse } from "./http/problem.ts";
+import { requestContext, requestIds } from "./http/request-context.ts";
+import { createRouter } from "./http/router.ts";
+import { invitationRoutes } from "./invitations/routes.ts";
+import { memberRoutes } from "./members/routes.ts";
+import { referenceRoutes } from "./openapi/reference.ts";
+import { workspaceRoutes } from "./workspaces/routes.ts";
+
+const OPENAPI_PATH = "/openapi.json";
+
+export function createApp(deps: AppDeps) {
+  const app = createRouter();
+
+  app.use("*", requestIds());
+  app.use("*", async (c, next) => {
+    c.set("deps", deps);
+    await next();
+  });
+  app.use("*", requestContext({ trustProxy: deps.env.trustProxy }));
+  app.use("*", accessLog());
+  app.use("*", deps.metrics.middleware);
+  app.use("*", secureHeaders({ crossOriginResourcePolicy: "same-site" }));
+  app.use("/v1/*", authenticate());
+
+  app.route("/", healthRoutes());
+  app.route("/", authHandlerRoutes());
+  app.route("/", accountRoutes());
+  app.route("/", workspaceRoutes());
+  app.route("/", memberRoutes());
+  app.route("/", invitationRoutes());
+  app.route("/", apiKeyRoutes());
+  app.route("/", credentialRoutes());
+  app.route("/", auditRoutes());
+  app.route("/", deploymentRoutes());
+  app.route("/", referenceRoutes(OPENAPI_PATH));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "session", {
+    type: "apiKey",
+    in: "cookie",
+    name: "better-auth.session_token",
+    description: "Set by sign-in. State changes must also carry a trusted Origin header.",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "X-Api-Key",
+    description: "A workspace API key (also accepted as `Authorization: Bearer <key>`).",
+  });
+  app.doc31(OPENAPI_PATH, {
+    openapi: "3.1.0",
+    info: {
+      title: "Cubicle API",
+      version: deps.version,
+      description: "Control plane for bot computers. Errors are RFC 9457 problem JSON with a stable `code`.",
+    },
+  });
+
+  app.notFound((c) => problemResponse(c, new HttpProblem(404, "NOT_FOUND", "No such route.")));
+  app.onError((error, c) => {
+    if (error instanceof HttpProblem) return problemResponse(c, error);
+    if (error instanceof APIError) {
+      const status = error.statusCode as HttpProblem["status"];
+      const code = typeof error.body?.code === "string" ? error.body.code : String(error.status);
+      return problemResponse(c, new HttpProblem(status, code, error.body?.message ?? error.message));
+    }
+    if (error instanceof HTTPException) {
+      return problemResponse(c, new HttpProblem(error.status, "MALFORMED_REQUEST", error.message));
+    }
+    deps.logger.error({ err: error, requestId: c.var.requestId }, "unhandled error");
+    return problemResponse(
+      c,
+      new HttpProblem(500, "INTERNAL", "Something went wrong; the request id identifies it in the logs."),
+    );
+  });
+  return app;
+}

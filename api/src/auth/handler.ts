@@ -1,0 +1,82 @@
+import { type createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../context.ts";
+import { HttpProblem, ProblemSchema, problemResponse } from "../http/problem.ts";
+import { createRouter } from "../http/router.ts";
+import { AUTH_BASE_PATH } from "./auth.ts";
+
+/**
+ * Better Auth's own endpoints (sign-up, sign-in, sign-out, session) served as they are, with
+ * their errors rewritten as problem JSON so clients see one error shape across the API.
+ */
+export function authHandlerRoutes() {
+  const router = createRouter();
+  router.on(["GET", "POST"], `${AUTH_BASE_PATH}/*`, async (c) => {
+    const response = await c.var.deps.auth.handler(c.req.raw);
+    return response.status >= 400 ? asProblem(c, response) : response;
+  });
+  documentAuthEndpoints(router);
+  return router;
+}
+
+async function asProblem(c: Context<AppEnv>, response: Response): Promise<Response> {
+  const text = await response.text();
+  let body: { code?: unknown; message?: unknown } = {};
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Not JSON: keep the status, describe it generically.
+  }
+  const code = typeof body.code === "string" && body.code ? body.code : `AUTH_${response.status}`;
+  const detail = typeof body.message === "string" ? body.message : undefined;
+  const status = response.status as ConstructorParameters<typeof HttpProblem>[0];
+  return problemResponse(c, new HttpProblem(status, code, detail));
+}
+
+const Credentials = z.object({ email: z.string().email(), password: z.string().min(10).max(256) });
+const UserSchema = z.object({ id: z.string(), email: z.string(), name: z.string() }).openapi("User");
+const authProblem = { content: { "application/problem+json": { schema: ProblemSchema } } };
+
+function documentAuthEndpoints(router: ReturnType<typeof createRouter>) {
+  const doc = (config: Parameters<typeof createRoute>[0]) => router.openAPIRegistry.registerPath(config);
+  doc({
+    method: "post",
+    path: `${AUTH_BASE_PATH}/sign-up/email`,
+    summary: "Create an account (the first one owns the deployment); sets the session cookie",
+    tags: ["Accounts"],
+    request: {
+      body: {
+        content: { "application/json": { schema: Credentials.extend({ name: z.string().min(1).max(100) }) } },
+      },
+    },
+    responses: {
+      200: {
+        description: "Signed up and signed in",
+        content: { "application/json": { schema: z.object({ user: UserSchema }) } },
+      },
+      403: { description: "Sign-ups are closed (SIGNUPS_CLOSED)", ...authProblem },
+      422: { description: "The email is taken", ...authProblem },
+    },
+  });
+  doc({
+    method: "post",
+    path: `${AUTH_BASE_PATH}/sign-in/email`,
+    summary: "Sign in; sets the session cookie",
+    tags: ["Accounts"],
+    request: { body: { content: { "application/json": { schema: Credentials } } } },
+    responses: {
+      200: {
+        description: "Signed in",
+        content: { "application/json": { schema: z.object({ user: UserSchema }) } },
+      },
+      401: { description: "Wrong email or password (INVALID_EMAIL_OR_PASSWORD)", ...authProblem },
+    },
+  });
+  doc({
+    method: "post",
+    path: `${AUTH_BASE_PATH}/sign-out`,
+    summary: "Sign out; clears the session cookie",
+    tags: ["Accounts"],
+    responses: { 200: { description: "Signed out" } },
+  });
+}

@@ -1,0 +1,164 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseEnv } from "./env.ts";
+
+function errorOf(source: Record<string, string | undefined>): ConfigError {
+  try {
+    parseEnv(source);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected parseEnv to throw");
+}
+
+describe("parseEnv defaults", () => {
+  it("uses strict, local-only defaults when nothing is set", () => {
+    const env = parseEnv({});
+    expect(env).toEqual({
+      nodeEnv: "production",
+      host: "127.0.0.1",
+      port: 3100,
+      dataDir: path.resolve(".data"),
+      databaseUrl: undefined,
+      publicUrl: "http://127.0.0.1:3100",
+      trustedOrigins: ["http://127.0.0.1:3100", "http://127.0.0.1:3000", "http://localhost:3000"],
+      logLevel: "info",
+      trustProxy: false,
+      betterAuthSecret: undefined,
+      encryptionKey: undefined,
+      previousEncryptionKeys: [],
+    });
+  });
+
+  it("treats blank values as unset", () => {
+    const env = parseEnv({ NODE_ENV: "", PORT: "  ", LOG_LEVEL: "", ENCRYPTION_KEY: "" });
+    expect(env.nodeEnv).toBe("production");
+    expect(env.port).toBe(3100);
+    expect(env.logLevel).toBe("info");
+    expect(env.encryptionKey).toBeUndefined();
+  });
+
+  it("returns a deeply frozen object", () => {
+    const env = parseEnv({ ENCRYPTION_KEYS_PREVIOUS: "a" });
+    expect(Object.isFrozen(env)).toBe(true);
+    expect(Object.isFrozen(env.trustedOrigins)).toBe(true);
+    expect(Object.isFrozen(env.previousEncryptionKeys)).toBe(true);
+  });
+});
+
+describe("parseEnv overrides", () => {
+  it.each(["development", "test", "production"] as const)("accepts NODE_ENV=%s", (value) => {
+    expect(parseEnv({ NODE_ENV: value }).nodeEnv).toBe(value);
+  });
+
+  it("reads HOST and PORT", () => {
+    const env = parseEnv({ HOST: "0.0.0.0", PORT: "8080" });
+    expect(env.host).toBe("0.0.0.0");
+    expect(env.port).toBe(8080);
+  });
+
+  it("derives the default PUBLIC_URL from PORT", () => {
+    const env = parseEnv({ PORT: "4000" });
+    expect(env.publicUrl).toBe("http://127.0.0.1:4000");
+    expect(env.trustedOrigins[0]).toBe("http://127.0.0.1:4000");
+  });
+
+  it("accepts the PORT bounds", () => {
+    expect(parseEnv({ PORT: "1" }).port).toBe(1);
+    expect(parseEnv({ PORT: "65535" }).port).toBe(65535);
+  });
+
+  it("resolves DATA_DIR to an absolute path", () => {
+    expect(parseEnv({ DATA_DIR: "some/dir" }).dataDir).toBe(path.resolve("some/dir"));
+    expect(parseEnv({ DATA_DIR: "/srv/cubicle" }).dataDir).toBe("/srv/cubicle");
+  });
+
+  it.each(["postgres://u:p@db:5432/cubicle", "postgresql://localhost/cubicle"])(
+    "accepts DATABASE_URL %s",
+    (url) => {
+      expect(parseEnv({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    },
+  );
+
+  it("normalizes PUBLIC_URL to an origin and always trusts it", () => {
+    const env = parseEnv({
+      PUBLIC_URL: "https://cubicle.example.com/",
+      TRUSTED_ORIGINS: "https://app.example.com",
+    });
+    expect(env.publicUrl).toBe("https://cubicle.example.com");
+    expect(env.trustedOrigins).toEqual(["https://cubicle.example.com", "https://app.example.com"]);
+  });
+
+  it("replaces the default web origins with TRUSTED_ORIGINS, trimming and de-duplicating", () => {
+    const env = parseEnv({
+      TRUSTED_ORIGINS: " https://a.example.com , http://b.example.com:8080/,,https://a.example.com",
+    });
+    expect(env.trustedOrigins).toEqual([
+      "http://127.0.0.1:3100",
+      "https://a.example.com",
+      "http://b.example.com:8080",
+    ]);
+  });
+
+  it("reads LOG_LEVEL", () => {
+    expect(parseEnv({ LOG_LEVEL: "debug" }).logLevel).toBe("debug");
+    expect(parseEnv({ LOG_LEVEL: "silent" }).logLevel).toBe("silent");
+  });
+
+  it("reads TRUST_PROXY", () => {
+    expect(parseEnv({ TRUST_PROXY: "true" }).trustProxy).toBe(true);
+    expect(parseEnv({ TRUST_PROXY: "false" }).trustProxy).toBe(false);
+  });
+
+  it("keeps raw secret inputs and splits previous keys", () => {
+    const env = parseEnv({
+      BETTER_AUTH_SECRET: "auth-secret",
+      ENCRYPTION_KEY: "enc-key",
+      ENCRYPTION_KEYS_PREVIOUS: "old-1, old-2,",
+    });
+    expect(env.betterAuthSecret).toBe("auth-secret");
+    expect(env.encryptionKey).toBe("enc-key");
+    expect(env.previousEncryptionKeys).toEqual(["old-1", "old-2"]);
+  });
+});
+
+describe("parseEnv errors", () => {
+  it.each([
+    [{ NODE_ENV: "prod" }, "NODE_ENV: must be one of development, test, production"],
+    [{ PORT: "0" }, "PORT: must be an integer between 1 and 65535"],
+    [{ PORT: "65536" }, "PORT: must be an integer between 1 and 65535"],
+    [{ PORT: "80.5" }, "PORT: must be an integer between 1 and 65535"],
+    [{ PORT: "http" }, "PORT: must be an integer between 1 and 65535"],
+    [{ DATABASE_URL: "mysql://db/cubicle" }, "DATABASE_URL: must be a postgres:// or postgresql:// URL"],
+    [{ PUBLIC_URL: "ftp://example.com" }, "PUBLIC_URL: must be an http(s) origin"],
+    [{ PUBLIC_URL: "https://example.com/api" }, "PUBLIC_URL: must be an http(s) origin"],
+    [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL: must be an http(s) origin"],
+    [
+      { TRUSTED_ORIGINS: "https://ok.example.com,https://bad.example.com/path" },
+      'TRUSTED_ORIGINS: "https://bad.example.com/path"',
+    ],
+    [{ TRUSTED_ORIGINS: "example.com" }, 'TRUSTED_ORIGINS: "example.com"'],
+    [{ LOG_LEVEL: "verbose" }, "LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent"],
+    [{ TRUST_PROXY: "yes" }, 'TRUST_PROXY: must be "true" or "false"'],
+  ])("rejects %o", (source, expected) => {
+    const error = errorOf(source);
+    expect(error.message).toContain(expected);
+    expect(error.problems).toHaveLength(1);
+  });
+
+  it("names every bad variable, one per line", () => {
+    const error = errorOf({ PORT: "-1", LOG_LEVEL: "loud", TRUST_PROXY: "1" });
+    expect(error.message.split("\n")).toEqual([
+      "PORT: must be an integer between 1 and 65535",
+      "LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent",
+      'TRUST_PROXY: must be "true" or "false"',
+    ]);
+    expect(error.name).toBe("ConfigError");
+  });
+
+  it("does not echo DATABASE_URL, which may hold a password", () => {
+    const error = errorOf({ DATABASE_URL: "mysql://user:hunter2@db/cubicle" });
+    expect(error.message).not.toContain("hunter2");
+  });
+});

@@ -1,0 +1,176 @@
+import path from "node:path";
+import { z } from "zod";
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(problems.join("\n"));
+    this.name = "ConfigError";
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+export const NODE_ENVS = ["development", "test", "production"] as const;
+export type NodeEnv = (typeof NODE_ENVS)[number];
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface ApiEnv {
+  readonly nodeEnv: NodeEnv;
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly publicUrl: string;
+  readonly trustedOrigins: readonly string[];
+  readonly logLevel: LogLevel;
+  readonly trustProxy: boolean;
+  readonly betterAuthSecret: string | undefined;
+  readonly encryptionKey: string | undefined;
+  readonly previousEncryptionKeys: readonly string[];
+}
+
+const DEFAULT_PORT = 3100;
+const DEFAULT_WEB_ORIGINS = ["http://127.0.0.1:3000", "http://localhost:3000"];
+
+// `PORT=` in a .env or compose file means "not set", so blank values fall back to defaults.
+const trimOrUnset = (value: unknown): unknown => {
+  if (typeof value !== "string") return value;
+  const trimmed = value.trim();
+  return trimmed === "" ? undefined : trimmed;
+};
+
+const optionalTrimmed = z.preprocess(trimOrUnset, z.string().optional());
+
+function splitList(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
+}
+
+/** Returns the normalized origin, or undefined when `value` is not a bare http(s) origin. */
+function toOrigin(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  if (url.username !== "" || url.password !== "") return undefined;
+  // Origins are compared against the browser's Origin header, which never carries a path, query or hash.
+  if (url.pathname !== "/" || url.search !== "" || url.hash !== "") return undefined;
+  return url.origin;
+}
+
+const ORIGIN_RULE = "must be an http(s) origin without path, query or credentials (e.g. https://example.com)";
+
+const schema = z
+  .object({
+    NODE_ENV: z.preprocess(
+      trimOrUnset,
+      z.enum(NODE_ENVS, { error: `must be one of ${NODE_ENVS.join(", ")}` }).default("production"),
+    ),
+    HOST: optionalTrimmed.transform((v) => v ?? "127.0.0.1"),
+    PORT: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined) return DEFAULT_PORT;
+      const port = /^\d+$/.test(v) ? Number(v) : Number.NaN;
+      if (!Number.isInteger(port) || port < 1 || port > 65535) {
+        ctx.addIssue({ code: "custom", message: "must be an integer between 1 and 65535" });
+        return z.NEVER;
+      }
+      return port;
+    }),
+    DATA_DIR: optionalTrimmed.transform((v) => path.resolve(v ?? ".data")),
+    DATABASE_URL: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      let valid = /^postgres(ql)?:\/\//.test(v);
+      if (valid) {
+        try {
+          new URL(v);
+        } catch {
+          valid = false;
+        }
+      }
+      if (!valid) {
+        // The URL usually embeds a password, so the message must not echo it back.
+        ctx.addIssue({ code: "custom", message: "must be a postgres:// or postgresql:// URL" });
+        return z.NEVER;
+      }
+      return v;
+    }),
+    PUBLIC_URL: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      const origin = toOrigin(v);
+      if (origin === undefined) {
+        ctx.addIssue({ code: "custom", message: ORIGIN_RULE });
+        return z.NEVER;
+      }
+      return origin;
+    }),
+    TRUSTED_ORIGINS: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      const items = splitList(v);
+      const invalid = items.filter((item) => toOrigin(item) === undefined);
+      if (invalid.length > 0) {
+        const list = invalid.map((item) => JSON.stringify(item)).join(", ");
+        ctx.addIssue({ code: "custom", message: `${list}: ${ORIGIN_RULE}` });
+        return z.NEVER;
+      }
+      return items.map((item) => toOrigin(item) ?? item);
+    }),
+    LOG_LEVEL: z.preprocess(
+      trimOrUnset,
+      z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
+    ),
+    TRUST_PROXY: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined || v === "false") return false;
+      if (v === "true") return true;
+      ctx.addIssue({ code: "custom", message: 'must be "true" or "false"' });
+      return z.NEVER;
+    }),
+    // Secrets are validated in secrets.ts, where the development fallback lives.
+    BETTER_AUTH_SECRET: optionalTrimmed,
+    ENCRYPTION_KEY: optionalTrimmed,
+    ENCRYPTION_KEYS_PREVIOUS: optionalTrimmed.transform(splitList),
+  })
+  .transform((raw): ApiEnv => {
+    const publicUrl = raw.PUBLIC_URL ?? `http://127.0.0.1:${raw.PORT}`;
+    // The API's own origin must always be trusted or its own pages could not call it.
+    const trustedOrigins = [...new Set([publicUrl, ...(raw.TRUSTED_ORIGINS ?? DEFAULT_WEB_ORIGINS)])];
+    return {
+      nodeEnv: raw.NODE_ENV,
+      host: raw.HOST,
+      port: raw.PORT,
+      dataDir: raw.DATA_DIR,
+      databaseUrl: raw.DATABASE_URL,
+      publicUrl,
+      trustedOrigins: Object.freeze(trustedOrigins),
+      logLevel: raw.LOG_LEVEL,
+      trustProxy: raw.TRUST_PROXY,
+      betterAuthSecret: raw.BETTER_AUTH_SECRET,
+      encryptionKey: raw.ENCRYPTION_KEY,
+      previousEncryptionKeys: Object.freeze(raw.ENCRYPTION_KEYS_PREVIOUS),
+    };
+  });
+
+/**
+ * Parses the process environment into a typed, frozen object. Call once at startup and pass the
+ * result around, so every module sees the same validated values.
+ */
+export function parseEnv(source: Record<string, string | undefined>): ApiEnv {
+  const result = schema.safeParse(source);
+  if (!result.success) {
+    const byVariable = new Map<string, string>();
+    for (const issue of result.error.issues) {
+      const name = String(issue.path[0] ?? "environment");
+      if (!byVariable.has(name)) byVariable.set(name, `${name}: ${issue.message}`);
+    }
+    throw new ConfigError([...byVariable.values()]);
+  }
+  return Object.freeze(result.data);
+}

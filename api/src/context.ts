@@ -1,0 +1,36 @@
+import type { DatabaseHandle } from "@cubicle/db";
+import type { WorkspaceRole } from "./access/roles.ts";
+import type { AuditLog } from "./audit/audit-log.ts";
+import type { CubicleAuth } from "./auth/auth.ts";
+import type { Principal } from "./auth/principal.ts";
+import type { ApiEnv } from "./config/env.ts";
+import type { CredentialCipher } from "./credentials/cipher.ts";
+import type { Logger } from "./observability/logger.ts";
+import type { Metrics } from "./observability/metrics.ts";
+
+/** Everything a route may use; built once in main.ts (or by a test) and handed to createApp. */
+export interface AppDeps {
+  env: ApiEnv;
+  database: DatabaseHandle;
+  auth: CubicleAuth;
+  audit: AuditLog;
+  cipher: CredentialCipher;
+  logger: Logger;
+  metrics: Metrics;
+  version: string;
+}
+
+/** The caller's standing in the workspace named by the route, set by the workspace guard. */
+export interface WorkspaceAccess {
+  workspaceId: string;
+  role: WorkspaceRole;
+}
+
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    deps: AppDeps;
+    principal: Principal;
+    workspace: WorkspaceAccess;
+  };
+}

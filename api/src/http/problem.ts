@@ -1,0 +1,73 @@
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** RFC 9457 problem details, with a stable machine-readable `code`. */
+export const ProblemSchema = z
+  .object({
+    type: z.string().openapi({ example: "https://cubicle.dev/problems/workspace-not-found" }),
+    title: z.string(),
+    status: z.number().int(),
+    code: z.string().openapi({ example: "WORKSPACE_NOT_FOUND" }),
+    detail: z.string().optional(),
+    instance: z.string().optional(),
+    requestId: z.string().optional(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .openapi("Problem");
+export type Problem = z.infer<typeof ProblemSchema>;
+
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  409: "Conflict",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Content",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+/**
+ * Thrown anywhere in a request; the app's error handler turns it into problem JSON.
+ * Throwing (rather than returning) keeps handlers' typed responses to their success shapes.
+ */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    readonly detail?: string,
+    readonly errors?: Problem["errors"],
+  ) {
+    super(detail ?? code);
+    this.name = "HttpProblem";
+  }
+}
+
+export function problemBody(c: Context, problem: HttpProblem): Problem {
+  const requestId: unknown = c.get("requestId");
+  return {
+    type: `https://cubicle.dev/problems/${problem.code.toLowerCase().replaceAll("_", "-")}`,
+    title: TITLES[problem.status] ?? "Error",
+    status: problem.status,
+    code: problem.code,
+    ...(problem.detail ? { detail: problem.detail } : {}),
+    instance: new URL(c.req.url).pathname,
+    ...(typeof requestId === "string" ? { requestId } : {}),
+    ...(problem.errors ? { errors: problem.errors } : {}),
+  };
+}
+
+export function problemResponse(c: Context, problem: HttpProblem): Response {
+  return new Response(JSON.stringify(problemBody(c, problem)), {
+    status: problem.status,
+    headers: { "content-type": "application/problem+json" },
+  });
+}
+
+export const notFound = (what: string, code = `${what.toUpperCase().replaceAll(" ", "_")}_NOT_FOUND`) =>
+  new HttpProblem(404, code, `No ${what} with that id is visible to you.`);

@@ -1,0 +1,77 @@
+import { readFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { type DatabaseHandle, migrateToLatest, openDatabase } from "@cubicle/db";
+import { serve } from "@hono/node-server";
+import { createApp } from "./app.ts";
+import { AuditLog } from "./audit/audit-log.ts";
+import { createAuth } from "./auth/auth.ts";
+import type { ApiEnv } from "./config/env.ts";
+import { resolveSecrets } from "./config/secrets.ts";
+import type { AppDeps } from "./context.ts";
+import { createCredentialCipher } from "./credentials/cipher.ts";
+import { createLogger } from "./observability/logger.ts";
+import { createMetrics } from "./observability/metrics.ts";
+
+export const API_VERSION: string = JSON.parse(
+  readFileSync(new URL("../package.json", import.meta.url), "utf8"),
+).version;
+
+export interface RunningApi {
+  /** e.g. http://127.0.0.1:3100 */
+  url: string;
+  deps: AppDeps;
+  close(): Promise<void>;
+}
+
+/**
+ * Start the API: secrets, database (migrated), services, HTTP listener. `database` lets a test
+ * hand in its own handle; otherwise DATABASE_URL or embedded PGlite under DATA_DIR is used.
+ */
+export async function startApi(
+  env: ApiEnv,
+  options: { database?: DatabaseHandle } = {},
+): Promise<RunningApi> {
+  const secrets = resolveSecrets(env);
+  const logger = createLogger(env.logLevel);
+  const database =
+    options.database ??
+    (await openDatabase(
+      env.databaseUrl ? { databaseUrl: env.databaseUrl } : { pgliteDirectory: join(env.dataDir, "pglite") },
+    ));
+  await migrateToLatest(database.db);
+
+  const audit = new AuditLog(database.db);
+  const deps: AppDeps = {
+    env,
+    database,
+    audit,
+    auth: createAuth({ db: database.db, env, secret: secrets.betterAuthSecret, audit, logger }),
+    cipher: createCredentialCipher({
+      current: secrets.encryptionKey,
+      previous: secrets.previousEncryptionKeys,
+    }),
+    logger,
+    metrics: createMetrics(),
+    version: API_VERSION,
+  };
+  const app = createApp(deps);
+
+  const server = serve({ fetch: app.fetch, hostname: env.host, port: env.port });
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${env.host.includes(":") ? `[${env.host}]` : env.host}:${port}`;
+  logger.info({ url, db: database.dialect, version: API_VERSION }, "cubicle api listening");
+
+  return {
+    url,
+    deps,
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (!options.database) await database.close();
+    },
+  };
+}

@@ -1,0 +1,3 @@
+export { type DatabaseHandle, type DatabaseLocation, type DialectName, openDatabase } from "./connect.ts";
+export { migrateToLatest, migrations } from "./migrate.ts";
+export * from "./schema.ts";

@@ -1,0 +1,27 @@
+import type { Kysely } from "kysely";
+import { type Migration, type MigrationResultSet, Migrator } from "kysely/migration";
+import * as accounts from "./migrations/0001_accounts.ts";
+import * as domain from "./migrations/0002_domain.ts";
+
+/** Every migration in order. Names are permanent: never rename or edit a landed one. */
+export const migrations: Record<string, Migration> = {
+  "0001_accounts": accounts,
+  "0002_domain": domain,
+};
+
+/** Brings the database to the latest schema; running it again changes nothing. */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run before, and regardless of, the typed schema.
+export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableName: "cubicle_migrations",
+    migrationLockTableName: "cubicle_migrations_lock",
+  });
+  const result = await migrator.migrateToLatest();
+  if (result.error) {
+    const failed = result.results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
+    throw new Error(`database migration ${failed} failed: ${String(result.error)}`, { cause: result.error });
+  }
+  return result;
+}

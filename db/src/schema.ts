@@ -1,0 +1,162 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from "kysely";
+import type { AccountTables } from "./account-tables.ts";
+
+/** A timestamp column: read as Date, written as Date or ISO string, defaulted by the database. */
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type DefaultedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+type GeneratedId = ColumnType<string, string | undefined, never>;
+
+export const WORKSPACE_ROLES = ["owner", "admin", "member", "viewer"] as const;
+export type WorkspaceRole = (typeof WORKSPACE_ROLES)[number];
+
+export const COMPUTER_STATES = ["stopped", "booting", "running", "suspending", "suspended", "error"] as const;
+export type ComputerState = (typeof COMPUTER_STATES)[number];
+
+export const CHECKPOINT_REASONS = [
+  "session-success",
+  "session-failure",
+  "stop",
+  "idle",
+  "manual",
+  "before-restore",
+] as const;
+export type CheckpointReason = (typeof CHECKPOINT_REASONS)[number];
+
+export const ACTOR_TYPES = ["user", "api_key", "system", "anonymous"] as const;
+export type ActorType = (typeof ACTOR_TYPES)[number];
+
+export type ComputerHost = "isolated" | "this-host";
+export type ComputerMode = "team" | "private";
+
+export interface DeploymentSettingsTable {
+  id: ColumnType<1, 1 | undefined, never>;
+  owner_user_id: string | null;
+  signups_open: ColumnType<boolean, boolean | undefined, boolean>;
+  computer_host: ColumnType<ComputerHost, ComputerHost | undefined, ComputerHost>;
+  updated_at: DefaultedTimestamp;
+}
+
+export interface BotsTable {
+  id: GeneratedId;
+  workspace_id: string;
+  name: string;
+  charter_purpose: string;
+  charter_boundary: string;
+  charter_privacy_reason: ColumnType<string, string | undefined, string>;
+  computer_mode: ColumnType<ComputerMode, ComputerMode | undefined, ComputerMode>;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: DefaultedTimestamp;
+  archived_at: NullableTimestamp;
+}
+
+export interface ComputersTable {
+  id: GeneratedId;
+  workspace_id: string;
+  bot_id: string | null;
+  scope_key: string;
+  home_key: string;
+  provider_kind: string;
+  provider_ref: string | null;
+  state: ColumnType<ComputerState, ComputerState | undefined, ComputerState>;
+  state_detail: string | null;
+  last_activity_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: DefaultedTimestamp;
+}
+
+export interface CheckpointsTable {
+  id: GeneratedId;
+  workspace_id: string;
+  computer_id: string;
+  parent_id: string | null;
+  reason: CheckpointReason;
+  size_bytes: number;
+  file_count: number;
+  sha256: string;
+  created_at: CreatedAt;
+}
+
+interface FencedLease {
+  id: GeneratedId;
+  workspace_id: string;
+  computer_id: string;
+  /** Drawn from the shared `lease_fence` sequence; a write carrying a smaller fence loses. */
+  fence: Generated<number>;
+  expires_at: Timestamp;
+  created_at: CreatedAt;
+}
+
+export interface ExecutionLeasesTable extends FencedLease {
+  bot_id: string;
+  holder_type: "user" | "api_key";
+  holder_id: string;
+  status: ColumnType<"open" | "ended" | "expired", "open" | undefined, "ended" | "expired">;
+  outcome: "success" | "failure" | null;
+  heartbeat_at: DefaultedTimestamp;
+  ended_at: NullableTimestamp;
+}
+
+export interface ScreenLeasesTable extends FencedLease {
+  bot_id: string;
+  execution_lease_id: string | null;
+  screen_index: number;
+  released_at: NullableTimestamp;
+}
+
+export interface ControlLeasesTable extends FencedLease {
+  screen_index: number;
+  holder_user_id: string;
+  released_at: NullableTimestamp;
+  release_reason: "released" | "expired" | "revoked" | null;
+}
+
+/** Append-only: the database refuses UPDATE, DELETE and TRUNCATE. */
+export interface AuditEventsTable {
+  id: ColumnType<number, never, never>;
+  occurred_at: CreatedAt;
+  workspace_id: string | null;
+  actor_type: ActorType;
+  actor_id: string | null;
+  actor_label: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  ip: string | null;
+  request_id: string | null;
+  data: ColumnType<Record<string, unknown>, string | undefined, never>;
+}
+
+export interface ConnectorCredentialsTable {
+  id: GeneratedId;
+  workspace_id: string;
+  name: string;
+  kind: string;
+  /** `<key id>.<iv>.<ciphertext+tag>`; never leaves the api process. */
+  ciphertext: string;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: DefaultedTimestamp;
+}
+
+export interface DomainTables {
+  deployment_settings: DeploymentSettingsTable;
+  bots: BotsTable;
+  computers: ComputersTable;
+  checkpoints: CheckpointsTable;
+  execution_leases: ExecutionLeasesTable;
+  screen_leases: ScreenLeasesTable;
+  control_leases: ControlLeasesTable;
+  audit_events: AuditEventsTable;
+  connector_credentials: ConnectorCredentialsTable;
+}
+
+export interface Database extends DomainTables, AccountTables {}
+
+export type AuditEvent = Selectable<AuditEventsTable>;
+export type NewAuditEvent = Insertable<AuditEventsTable>;
+export type Bot = Selectable<BotsTable>;
+export type Computer = Selectable<ComputersTable>;
+export type ComputerUpdate = Updateable<ComputersTable>;

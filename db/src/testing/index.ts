@@ -1,0 +1,1 @@
+export { createEmptyDatabase, startTemporaryPostgres, type TemporaryPostgres } from "./temporary-postgres.ts";
