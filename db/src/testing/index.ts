@@ -1,1 +1,15 @@
-export { createEmptyDatabase, startTemporaryPostgres, type TemporaryPostgres } from "./temporary-postgres.ts";
+import type {} from "vitest";
+
+export {
+  createEmptyDatabase,
+  findFreePort,
+  startTemporaryPostgres,
+  type TemporaryPostgres,
+} from "./temporary-postgres.ts";
+
+declare module "vitest" {
+  /** Set by global-setup.ts for the run's temporary Postgres server. */
+  export interface ProvidedContext {
+    postgresUrl: string;
+  }
+}

@@ -36,7 +36,7 @@ export async function startTemporaryPostgres(): Promise<TemporaryPostgres> {
   const initdb = run("initdb", ["-D", dataDir, "-U", "cubicle", "--auth=trust", "-E", "UTF8", "--no-sync"]);
   execFileSync(initdb.cmd, initdb.args, { stdio: "pipe" });
 
-  const port = await freePort();
+  const port = await findFreePort();
   const server = run("postgres", [
     "-D",
     dataDir,
@@ -126,7 +126,8 @@ function installServer(): string {
   return bin;
 }
 
-function freePort(): Promise<number> {
+/** A TCP port on loopback that nothing listens on right now. */
+export function findFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once("error", reject);

@@ -1,0 +1,157 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type DatabaseHandle, openDatabase } from "@cubicle/db";
+import { createEmptyDatabase, findFreePort } from "@cubicle/db/testing";
+import { inject } from "vitest";
+import { parseEnv } from "../../src/config/env.ts";
+import { type RunningApi, startApi } from "../../src/server.ts";
+
+/** The dashboard origin the API trusts by default; cookie-authenticated changes must carry it. */
+export const TRUSTED_ORIGIN = "http://127.0.0.1:3000";
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON came back and assert on it.
+  json: any;
+}
+
+export interface TestApi {
+  api: RunningApi;
+  database: DatabaseHandle;
+  /** Every response body this API sent during the test file, as raw text. */
+  responses: string[];
+  client(): TestClient;
+  close(): Promise<void>;
+}
+
+/**
+ * A real API on a real port over the dialect this project runs (CUBICLE_TEST_DB): an in-memory
+ * PGlite, or a fresh empty database on the run's temporary Postgres server.
+ */
+export async function startTestApi(): Promise<TestApi> {
+  const database = await openTestDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), "cubicle-api-test-"));
+  const env = parseEnv({
+    NODE_ENV: "test",
+    HOST: "127.0.0.1",
+    PORT: String(await findFreePort()),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: "silent",
+    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
+    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
+  });
+  const api = await startApi(env, { database });
+  const responses: string[] = [];
+  return {
+    api,
+    database,
+    responses,
+    client: () => new TestClient(api.url, responses),
+    close: async () => {
+      await api.close();
+      await database.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function openTestDatabase(): Promise<DatabaseHandle> {
+  const dialect = process.env.CUBICLE_TEST_DB ?? "pglite";
+  if (dialect === "postgres") {
+    const name = `t_${randomBytes(6).toString("hex")}`;
+    return openDatabase({ databaseUrl: await createEmptyDatabase(inject("postgresUrl"), name) });
+  }
+  return openDatabase({ pgliteInMemory: true });
+}
+
+interface RequestOptions {
+  body?: unknown;
+  apiKey?: string;
+  headers?: Record<string, string>;
+}
+
+/** An HTTP caller with its own cookie jar: a person in a browser, or an automation with a key. */
+export class TestClient {
+  private cookies = new Map<string, string>();
+  userId = "";
+  email = "";
+
+  constructor(
+    readonly baseUrl: string,
+    private readonly responses: string[],
+  ) {}
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<RawResponse> {
+    const headers = new Headers(options.headers);
+    if (options.body !== undefined && !headers.has("content-type"))
+      headers.set("content-type", "application/json");
+    if (options.apiKey) headers.set("x-api-key", options.apiKey);
+    else if (this.cookies.size > 0) {
+      headers.set("cookie", [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; "));
+      if (!headers.has("origin")) headers.set("origin", TRUSTED_ORIGIN);
+    }
+    const response = await fetch(this.baseUrl + path, {
+      method,
+      headers,
+      body:
+        options.body === undefined
+          ? undefined
+          : typeof options.body === "string"
+            ? options.body
+            : JSON.stringify(options.body),
+    });
+    for (const cookie of response.headers.getSetCookie()) {
+      const [pair = ""] = cookie.split(";");
+      const [name = "", ...value] = pair.split("=");
+      if (/max-age=0/i.test(cookie)) this.cookies.delete(name);
+      else this.cookies.set(name, value.join("="));
+    }
+    const text = await response.text();
+    this.responses.push(text);
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = null;
+    }
+    return { status: response.status, headers: response.headers, text, json };
+  }
+
+  get = (path: string, options?: RequestOptions) => this.request("GET", path, options);
+  post = (path: string, body?: unknown, options?: RequestOptions) =>
+    this.request("POST", path, { ...options, body });
+  patch = (path: string, body?: unknown, options?: RequestOptions) =>
+    this.request("PATCH", path, { ...options, body });
+  put = (path: string, body?: unknown, options?: RequestOptions) =>
+    this.request("PUT", path, { ...options, body });
+  delete = (path: string, options?: RequestOptions) => this.request("DELETE", path, options);
+
+  async signUp(
+    email: string,
+    name = email.split("@")[0] ?? "someone",
+    password = "correct horse battery",
+  ): Promise<RawResponse> {
+    const response = await this.post("/api/auth/sign-up/email", { email, password, name });
+    if (response.status === 200) {
+      this.userId = response.json.user.id;
+      this.email = email;
+    }
+    return response;
+  }
+
+  signIn(email: string, password = "correct horse battery"): Promise<RawResponse> {
+    return this.post("/api/auth/sign-in/email", { email, password });
+  }
+}
+
+/** Fails the test with the response text when the status is not the expected one. */
+export function expectStatus(response: RawResponse, status: number): RawResponse {
+  if (response.status !== status) {
+    throw new Error(`expected HTTP ${status}, got ${response.status}: ${response.text.slice(0, 500)}`);
+  }
+  return response;
+}

@@ -1,0 +1,35 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * One run covers everything: unit tests, the API integration suite on both database dialects
+ * (embedded PGlite and a real Postgres started for the run), and end-to-end checks.
+ */
+export default defineConfig({
+  test: {
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: ["{db,api,proxy,supervisor}/src/**/*.test.ts"] },
+      },
+      {
+        extends: true,
+        test: { name: "api:pglite", include: ["api/test/**/*.test.ts"], env: { CUBICLE_TEST_DB: "pglite" } },
+      },
+      {
+        extends: true,
+        test: {
+          name: "api:postgres",
+          include: ["api/test/**/*.test.ts"],
+          env: { CUBICLE_TEST_DB: "postgres" },
+          globalSetup: ["db/src/testing/global-setup.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: { name: "e2e", include: ["e2e/test/**/*.test.ts"] },
+      },
+    ],
+  },
+});
