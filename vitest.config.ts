@@ -15,13 +15,17 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "api:pglite", include: ["api/test/**/*.test.ts"], env: { CUBICLE_TEST_DB: "pglite" } },
+        test: {
+          name: "api:pglite",
+          include: ["{db,api}/test/**/*.test.ts"],
+          env: { CUBICLE_TEST_DB: "pglite" },
+        },
       },
       {
         extends: true,
         test: {
           name: "api:postgres",
-          include: ["api/test/**/*.test.ts"],
+          include: ["{db,api}/test/**/*.test.ts"],
           env: { CUBICLE_TEST_DB: "postgres" },
           globalSetup: ["db/src/testing/global-setup.ts"],
         },

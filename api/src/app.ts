@@ -68,7 +68,11 @@ export function createApp(deps: AppDeps) {
     },
   });
 
-  app.notFound((c) => problemResponse(c, new HttpProblem(404, "NOT_FOUND", "No such route.")));
+  // A catch-all route rather than notFound(), so that unknown paths pass through the same
+  // middleware (request id, security headers, authentication, logs) as known ones.
+  app.all("*", () => {
+    throw new HttpProblem(404, "NOT_FOUND", "No such route.");
+  });
   app.onError((error, c) => {
     if (error instanceof HttpProblem) return problemResponse(c, error);
     if (error instanceof APIError) {

@@ -37,23 +37,25 @@ export function guard(access: RouteAccess): MiddlewareHandler<AppEnv> {
       return next();
     }
 
+    let role: WorkspaceRole | null = null;
     if (access.kind === "workspace") {
       const workspaceId = c.req.param("workspaceId");
       if (!workspaceId) throw new Error("a workspace route must have a {workspaceId} path parameter");
-      const role = await roleIn(c, workspaceId);
+      role = await roleIn(c, workspaceId);
       if (!role)
         throw new HttpProblem(404, "WORKSPACE_NOT_FOUND", "No workspace with that id is visible to you.");
       c.set("workspace", { workspaceId, role });
-      if (!hasRole(role, access.minRole)) {
-        throw new HttpProblem(
-          403,
-          "ROLE_FORBIDDEN",
-          `This needs the ${access.minRole} role or higher; you are ${role}.`,
-        );
-      }
     }
+    // Before the role check: no key may call a people route, whatever its role, so say so.
     if (access.people && principal.kind !== "user") {
       throw new HttpProblem(403, "PERSON_REQUIRED", "API keys cannot do this; a signed-in person must.");
+    }
+    if (access.kind === "workspace" && role && !hasRole(role, access.minRole)) {
+      throw new HttpProblem(
+        403,
+        "ROLE_FORBIDDEN",
+        `This needs the ${access.minRole} role or higher; you are ${role}.`,
+      );
     }
     return next();
   };

@@ -52,7 +52,9 @@ export function authenticate(): MiddlewareHandler<AppEnv> {
         workspaceId: principal.workspaceId,
         action: "api_key.used",
         target: { type: "api_key", id: principal.keyId },
-        data: { method: c.req.method, route: routePath(c, -1), status: c.res.status },
+        // After next(), the route index points at the handler that answered (or the guard that
+        // refused); the last *matched* route may be a catch-all registered after it.
+        data: { method: c.req.method, route: routePath(c), status: c.res.status },
       });
       return;
     }

@@ -62,10 +62,10 @@ export function problemBody(c: Context, problem: HttpProblem): Problem {
   };
 }
 
+/** Built through the context so headers set by earlier middleware (request id) are kept. */
 export function problemResponse(c: Context, problem: HttpProblem): Response {
-  return new Response(JSON.stringify(problemBody(c, problem)), {
-    status: problem.status,
-    headers: { "content-type": "application/problem+json" },
+  return c.body(JSON.stringify(problemBody(c, problem)), problem.status, {
+    "content-type": "application/problem+json",
   });
 }
 

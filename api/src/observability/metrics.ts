@@ -27,8 +27,9 @@ export function createMetrics(): Metrics {
   const middleware: MiddlewareHandler = async (c, next) => {
     const started = performance.now();
     await next();
-    // The pattern, not the raw path, keeps label cardinality bounded.
-    const route = routePath(c, -1);
+    // After next(), the route index points at the handler that answered; its pattern (not the
+    // raw path) keeps label cardinality bounded.
+    const route = routePath(c);
     const labels = { method: c.req.method, route };
     requests.inc({ ...labels, status: String(c.res.status) });
     duration.observe(labels, (performance.now() - started) / 1000);

@@ -2,9 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DatabaseHandle, openDatabase } from "@cubicle/db";
-import { createEmptyDatabase, findFreePort } from "@cubicle/db/testing";
-import { inject } from "vitest";
+import type { DatabaseHandle } from "@cubicle/db";
+import { findFreePort, openTestDatabase } from "@cubicle/db/testing";
 import { parseEnv } from "../../src/config/env.ts";
 import { type RunningApi, startApi } from "../../src/server.ts";
 
@@ -57,15 +56,6 @@ export async function startTestApi(): Promise<TestApi> {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-export async function openTestDatabase(): Promise<DatabaseHandle> {
-  const dialect = process.env.CUBICLE_TEST_DB ?? "pglite";
-  if (dialect === "postgres") {
-    const name = `t_${randomBytes(6).toString("hex")}`;
-    return openDatabase({ databaseUrl: await createEmptyDatabase(inject("postgresUrl"), name) });
-  }
-  return openDatabase({ pgliteInMemory: true });
 }
 
 interface RequestOptions {

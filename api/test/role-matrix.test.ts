@@ -1,0 +1,730 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  expectStatus,
+  type RawResponse,
+  startTestApi,
+  type TestApi,
+  type TestClient,
+} from "./support/harness.ts";
+import { buildWorld, join, type World } from "./support/world.ts";
+
+/**
+ * Who may call what: one row per /v1 route, one expected outcome per caller. A number is the
+ * success status; a [status, code] pair is a refusal, answered as problem JSON with that code.
+ */
+type Caller = "owner" | "admin" | "member" | "viewer" | "outsider" | "anonymous" | "key";
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+type Refusal = readonly [status: number, code: string];
+type Outcome = number | Refusal;
+
+const CALLERS: readonly Caller[] = ["owner", "admin", "member", "viewer", "outsider", "anonymous", "key"];
+
+const UNAUTHENTICATED: Refusal = [401, "UNAUTHENTICATED"];
+const HIDDEN: Refusal = [404, "WORKSPACE_NOT_FOUND"];
+const ROLE: Refusal = [403, "ROLE_FORBIDDEN"];
+const PERSON: Refusal = [403, "PERSON_REQUIRED"];
+const NOT_FOUND: Refusal = [404, "NOT_FOUND"];
+
+/** One call to make, built fresh for each (route, caller) so allowed calls never starve later ones. */
+interface Prepared {
+  /** Defaults to the row's path with {workspaceId} filled in. */
+  path?: string;
+  body?: unknown;
+  /** After a success: the change happened. */
+  allowed?: (response: RawResponse) => Promise<void> | void;
+  /** After a refusal: nothing changed. */
+  refused?: () => Promise<void> | void;
+}
+
+interface Row {
+  method: Method;
+  /** As the OpenAPI document spells it. */
+  path: string;
+  expect: Record<Caller, Outcome>;
+  prepare?: (caller: Caller) => Promise<Prepared>;
+}
+
+let t: TestApi;
+let w: World;
+/** A workspace API key with role member, created by the owner. */
+let memberKey: string;
+/** Someone outside the workspace who hosts workspaces whose invitations the callers receive. */
+let host: TestClient;
+let seq = 0;
+const unique = (prefix: string) => `${prefix}-${++seq}-${Date.now().toString(36)}`;
+
+beforeAll(async () => {
+  t = await startTestApi();
+  // buildWorld signs the owner up first, so the owner is also the deployment owner.
+  w = await buildWorld(t, "matrix");
+  memberKey = expectStatus(
+    await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/api-keys`, { name: "matrix", role: "member" }),
+    201,
+  ).json.key;
+  host = t.client();
+  expectStatus(await host.signUp("host-matrix@example.com"), 200);
+});
+afterAll(() => t?.close());
+
+const ws = (path: string) => path.replace("{workspaceId}", () => w.workspaceId);
+const emailOf = (caller: Caller) =>
+  caller === "anonymous" || caller === "key" ? null : w.people[caller].email;
+const roleOf = (caller: Caller) =>
+  caller === "key" ? "member" : caller === "anonymous" || caller === "outsider" ? null : caller;
+
+function send(caller: Caller, method: Method, path: string, body?: unknown): Promise<RawResponse> {
+  if (caller === "anonymous") return t.client().request(method, path, { body });
+  if (caller === "key") return t.client().request(method, path, { body, apiKey: memberKey });
+  return w.people[caller].request(method, path, { body });
+}
+
+const db = () => t.database.db;
+
+/** A new member of the world's workspace, joined by invitation. */
+async function freshMember(role: "viewer" | "member") {
+  const person = await join(t, w.people.owner, w.workspaceId, `${unique("target")}@example.com`, role);
+  const row = await db()
+    .selectFrom("member")
+    .select("id")
+    .where("organizationId", "=", w.workspaceId)
+    .where("userId", "=", person.userId)
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+const memberRole = async (memberId: string) =>
+  (await db().selectFrom("member").select("role").where("id", "=", memberId).executeTakeFirst())?.role;
+
+async function freshInvitation() {
+  return expectStatus(
+    await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/invitations`, {
+      email: `${unique("invitee")}@example.com`,
+      role: "viewer",
+    }),
+    201,
+  ).json.id as string;
+}
+const invitationStatus = async (id: string) =>
+  (await db().selectFrom("invitation").select("status").where("id", "=", id).executeTakeFirstOrThrow())
+    .status;
+
+/** An invitation to a brand-new workspace of the host, addressed to `email`. */
+async function invitationFromHost(email: string) {
+  const workspace = expectStatus(await host.post("/v1/workspaces", { name: unique("Host") }), 201).json;
+  const invitation = expectStatus(
+    await host.post(`/v1/workspaces/${workspace.id}/invitations`, { email, role: "viewer" }),
+    201,
+  ).json;
+  return { workspaceId: workspace.id as string, invitationId: invitation.id as string };
+}
+
+async function freshCredential() {
+  return expectStatus(
+    await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/connector-credentials`, {
+      name: unique("cred"),
+      kind: "github",
+      secret: "first secret",
+    }),
+    201,
+  ).json.id as string;
+}
+const credential = (id: string) =>
+  db()
+    .selectFrom("connector_credentials")
+    .select(["id", "ciphertext"])
+    .where("id", "=", id)
+    .executeTakeFirst();
+
+async function ownersKey() {
+  return expectStatus(
+    await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/api-keys`, {
+      name: unique("key"),
+      role: "viewer",
+    }),
+    201,
+  ).json.id as string;
+}
+const keyEnabled = async (id: string) =>
+  (await db().selectFrom("apikey").select("enabled").where("id", "=", id).executeTakeFirstOrThrow()).enabled;
+
+const settingsUpdatedAt = async () =>
+  (await db().selectFrom("deployment_settings").select("updated_at").executeTakeFirstOrThrow()).updated_at;
+
+const deploymentOwnerOnly: Record<Caller, Outcome> = {
+  owner: 200,
+  admin: NOT_FOUND,
+  member: NOT_FOUND,
+  viewer: NOT_FOUND,
+  outsider: NOT_FOUND,
+  anonymous: UNAUTHENTICATED,
+  key: NOT_FOUND,
+};
+
+const MATRIX: Row[] = [
+  // Accounts
+  {
+    method: "GET",
+    path: "/v1/me",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: 200,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async (caller) => ({
+      allowed: (r) => {
+        if (caller === "key") expect(r.json).toMatchObject({ kind: "api_key", workspaceId: w.workspaceId });
+        else expect(r.json).toMatchObject({ kind: "user", email: emailOf(caller) });
+      },
+    }),
+  },
+
+  // Workspaces
+  {
+    method: "GET",
+    path: "/v1/workspaces",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: 200,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async (caller) => ({
+      allowed: (r) => {
+        const ids = r.json.items.map((item: { id: string }) => item.id);
+        if (caller === "outsider") expect(ids).not.toContain(w.workspaceId);
+        else
+          expect(r.json.items).toContainEqual(
+            expect.objectContaining({ id: w.workspaceId, role: roleOf(caller) }),
+          );
+        if (caller === "key") expect(ids).toEqual([w.workspaceId]);
+      },
+    }),
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: 201,
+      viewer: 201,
+      outsider: 201,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const name = unique("Made");
+      const named = () => db().selectFrom("organization").select("id").where("name", "=", name).execute();
+      return {
+        body: { name },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ name, role: "owner" });
+          expect(await named()).toHaveLength(1);
+        },
+        refused: async () => expect(await named()).toHaveLength(0),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async (caller) => ({
+      allowed: (r) => expect(r.json).toMatchObject({ id: w.workspaceId, role: roleOf(caller) }),
+    }),
+  },
+
+  // Members
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/members",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => ({
+      allowed: (r) =>
+        expect(r.json.items).toContainEqual(
+          expect.objectContaining({ userId: w.people.owner.userId, role: "owner" }),
+        ),
+    }),
+  },
+  {
+    method: "PATCH",
+    path: "/v1/workspaces/{workspaceId}/members/{memberId}",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const memberId = await freshMember("viewer");
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/members/${memberId}`),
+        body: { role: "member" },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ id: memberId, role: "member" });
+          expect(await memberRole(memberId)).toBe("member");
+        },
+        refused: async () => expect(await memberRole(memberId)).toBe("viewer"),
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/members/{memberId}",
+    expect: {
+      owner: 204,
+      admin: 204,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const memberId = await freshMember("viewer");
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/members/${memberId}`),
+        allowed: async () => expect(await memberRole(memberId)).toBeUndefined(),
+        refused: async () => expect(await memberRole(memberId)).toBe("viewer"),
+      };
+    },
+  },
+
+  // Invitations
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/invitations",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const invitationId = await freshInvitation();
+      return {
+        allowed: (r) =>
+          expect(r.json.items).toContainEqual(
+            expect.objectContaining({ id: invitationId, status: "pending" }),
+          ),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/invitations",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const email = `${unique("invited")}@example.com`;
+      const invitations = () =>
+        db().selectFrom("invitation").select("status").where("email", "=", email).execute();
+      return {
+        body: { email, role: "viewer" },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({
+            email,
+            role: "viewer",
+            status: "pending",
+            workspaceId: w.workspaceId,
+          });
+          expect(await invitations()).toEqual([{ status: "pending" }]);
+        },
+        refused: async () => expect(await invitations()).toEqual([]),
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/invitations/{invitationId}",
+    expect: {
+      owner: 204,
+      admin: 204,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const invitationId = await freshInvitation();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/invitations/${invitationId}`),
+        allowed: async () => expect(await invitationStatus(invitationId)).toBe("canceled"),
+        refused: async () => expect(await invitationStatus(invitationId)).toBe("pending"),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/invitations",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: 200,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async (caller) => {
+      const email = emailOf(caller) ?? `${unique("nobody")}@example.com`;
+      const { invitationId } = await invitationFromHost(email);
+      return {
+        allowed: (r) => {
+          expect(r.json.items).toContainEqual(
+            expect.objectContaining({ id: invitationId, email, status: "pending" }),
+          );
+          for (const item of r.json.items) expect(item.email).toBe(email);
+        },
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/invitations/{invitationId}/accept",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: 200,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async (caller) => {
+      const email = emailOf(caller) ?? `${unique("nobody")}@example.com`;
+      const { workspaceId, invitationId } = await invitationFromHost(email);
+      return {
+        path: `/v1/invitations/${invitationId}/accept`,
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ workspaceId, role: "viewer" });
+          expect(await invitationStatus(invitationId)).toBe("accepted");
+          expect(await memberRole(r.json.memberId)).toBe("viewer");
+        },
+        refused: async () => expect(await invitationStatus(invitationId)).toBe("pending"),
+      };
+    },
+  },
+
+  // API keys
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/api-keys",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async (caller) => ({
+      allowed: (r) => {
+        const names = r.json.items.map((item: { name: string }) => item.name);
+        // The owner's "matrix" key: admins see every key, members only their own.
+        if (caller === "member") expect(names).not.toContain("matrix");
+        else expect(names).toContain("matrix");
+        for (const item of r.json.items) expect(item).not.toHaveProperty("key");
+      },
+    }),
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/api-keys",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: 201,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const name = unique("made-key");
+      const keys = () => db().selectFrom("apikey").select("id").where("name", "=", name).execute();
+      return {
+        body: { name, role: "viewer" },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ name, role: "viewer", enabled: true });
+          expect(r.json.key).toMatch(/^cub_/);
+          expect(await keys()).toHaveLength(1);
+        },
+        refused: async () => expect(await keys()).toHaveLength(0),
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/api-keys/{keyId}",
+    // The key is the owner's: admins revoke any key, a member only their own.
+    expect: {
+      owner: 204,
+      admin: 204,
+      member: [404, "API_KEY_NOT_FOUND"],
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const keyId = await ownersKey();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/api-keys/${keyId}`),
+        allowed: async () => expect(await keyEnabled(keyId)).toBe(false),
+        refused: async () => expect(await keyEnabled(keyId)).toBe(true),
+      };
+    },
+  },
+
+  // Connector credentials
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/connector-credentials",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => {
+      const id = await freshCredential();
+      return {
+        allowed: (r) => {
+          expect(r.json.items).toContainEqual(expect.objectContaining({ id, kind: "github" }));
+          expect(r.text).not.toContain("first secret");
+        },
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/connector-credentials",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const name = unique("new-cred");
+      const rows = () =>
+        db().selectFrom("connector_credentials").select("id").where("name", "=", name).execute();
+      return {
+        body: { name, kind: "slack", secret: "xoxb-secret" },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ name, kind: "slack" });
+          expect(r.text).not.toContain("xoxb-secret");
+          expect(await rows()).toHaveLength(1);
+        },
+        refused: async () => expect(await rows()).toHaveLength(0),
+      };
+    },
+  },
+  {
+    method: "PUT",
+    path: "/v1/workspaces/{workspaceId}/connector-credentials/{credentialId}/secret",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const id = await freshCredential();
+      const before = (await credential(id))?.ciphertext;
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/connector-credentials/${id}/secret`),
+        body: { secret: "second secret" },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ id });
+          expect((await credential(id))?.ciphertext).not.toBe(before);
+        },
+        refused: async () => expect((await credential(id))?.ciphertext).toBe(before),
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/connector-credentials/{credentialId}",
+    expect: {
+      owner: 204,
+      admin: 204,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const id = await freshCredential();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/connector-credentials/${id}`),
+        allowed: async () => expect(await credential(id)).toBeUndefined(),
+        refused: async () => expect(await credential(id)).toBeDefined(),
+      };
+    },
+  },
+
+  // Audit
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/audit-events",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => ({
+      path: ws("/v1/workspaces/{workspaceId}/audit-events?action=workspace.created"),
+      allowed: (r) => {
+        expect(r.json.items).toEqual([
+          expect.objectContaining({ action: "workspace.created", workspaceId: w.workspaceId }),
+        ]);
+      },
+    }),
+  },
+  {
+    method: "GET",
+    path: "/v1/deployment/audit-events",
+    expect: deploymentOwnerOnly,
+    prepare: async () => ({
+      path: "/v1/deployment/audit-events?action=deployment.owner_assigned",
+      allowed: (r) =>
+        expect(r.json.items).toEqual([
+          expect.objectContaining({
+            action: "deployment.owner_assigned",
+            actor: expect.objectContaining({ id: w.people.owner.userId }),
+          }),
+        ]),
+    }),
+  },
+
+  // Deployment
+  {
+    method: "GET",
+    path: "/v1/deployment/settings",
+    expect: deploymentOwnerOnly,
+    prepare: async () => ({
+      allowed: (r) => expect(r.json).toMatchObject({ ownerUserId: w.people.owner.userId, signupsOpen: true }),
+    }),
+  },
+  {
+    method: "PATCH",
+    path: "/v1/deployment/settings",
+    expect: deploymentOwnerOnly,
+    prepare: async () => {
+      const before = await settingsUpdatedAt();
+      return {
+        // Keeps sign-ups open: later rows sign new people up.
+        body: { signupsOpen: true },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ signupsOpen: true });
+          expect((await settingsUpdatedAt()).getTime()).toBeGreaterThanOrEqual(before.getTime());
+        },
+        refused: async () => expect((await settingsUpdatedAt()).getTime()).toBe(before.getTime()),
+      };
+    },
+  },
+];
+
+const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;
+
+const CASES = MATRIX.flatMap((row) =>
+  CALLERS.map((caller) => ({ route: routeKey(row.method, row.path), caller, row })),
+);
+
+describe("role matrix", () => {
+  it("has one row per /v1 route of the OpenAPI document, and no other", async () => {
+    const doc = expectStatus(await t.client().get("/openapi.json"), 200).json;
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+      .filter(([path]) => path.startsWith("/v1/"))
+      .flatMap(([path, operations]) =>
+        Object.keys(operations)
+          .filter((method) => ["get", "post", "put", "patch", "delete"].includes(method))
+          .map((method) => routeKey(method, path)),
+      )
+      .sort();
+    const tabled = MATRIX.map((row) => routeKey(row.method, row.path)).sort();
+    expect(new Set(tabled).size).toBe(tabled.length);
+    expect(documented.length).toBeGreaterThan(0);
+    expect(tabled).toEqual(documented);
+  });
+
+  it("is run with the world's owner as the deployment owner", async () => {
+    expect(expectStatus(await w.people.owner.get("/v1/me"), 200).json).toMatchObject({
+      isDeploymentOwner: true,
+    });
+    expect(expectStatus(await w.people.admin.get("/v1/me"), 200).json).toMatchObject({
+      isDeploymentOwner: false,
+    });
+  });
+
+  for (const { route, caller, row } of CASES)
+    it(`${route} as ${caller}`, async () => {
+      const prepared: Prepared = row.prepare ? await row.prepare(caller) : {};
+      const path = prepared.path ?? ws(row.path);
+      expect(path).not.toMatch(/[{}]/);
+      const response = await send(caller, row.method, path, prepared.body);
+      const expected = row.expect[caller];
+      const [status, code] = typeof expected === "number" ? [expected, null] : expected;
+      expect(response.status, response.text.slice(0, 300)).toBe(status);
+      if (code === null) {
+        await prepared.allowed?.(response);
+        return;
+      }
+      expect(response.headers.get("content-type")).toContain("application/problem+json");
+      expect(response.json).toMatchObject({ status, code });
+      await prepared.refused?.();
+    });
+});

@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { findFreePort } from "@cubicle/db/testing";
+import { afterEach, describe, expect, it } from "vitest";
+
+const repoRoot = resolve(import.meta.dirname, "..", "..");
+const running: ChildProcess[] = [];
+const dataDirs: string[] = [];
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map(stop));
+  for (const dir of dataDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * The README's start command, run as a newcomer would: no configuration at all. Only PORT and
+ * DATA_DIR are set, so the test neither collides with a developer's instance nor writes into
+ * the checkout.
+ */
+function startCommand(extraEnv: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), "cubicle-quick-start-"));
+  dataDirs.push(dataDir);
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "/root",
+    DATA_DIR: dataDir,
+    ...extraEnv,
+  };
+  const child = spawn(process.execPath, ["scripts/start.mjs"], {
+    cwd: repoRoot,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.push(child);
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+  return { child, dataDir, exited, output: () => output };
+}
+
+async function waitForHealth(url: string, exited: Promise<number | null>, output: () => string) {
+  const deadline = Date.now() + 90_000;
+  let exitCode: number | null | undefined;
+  void exited.then((code) => {
+    exitCode = code;
+  });
+  while (Date.now() < deadline) {
+    if (exitCode !== undefined) throw new Error(`start command exited with ${exitCode}:\n${output()}`);
+    try {
+      return await fetch(url);
+    } catch {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`no answer from ${url} within 90 s:\n${output()}`);
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    child.once("exit", () => done());
+    child.kill("SIGTERM");
+  });
+}
+
+describe("quick start", () => {
+  it("serves GET /health with db ok on the embedded defaults, with no configuration", async () => {
+    const port = await findFreePort();
+    const run = startCommand({ PORT: String(port) });
+    const response = await waitForHealth(`http://127.0.0.1:${port}/health`, run.exited, run.output);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ ok: true, db: "ok", dbDialect: "pglite", sandbox: "none" });
+
+    // Development secrets were generated, kept private, and survive a restart.
+    const secretFile = join(run.dataDir, "secrets", "better-auth-secret");
+    expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+    const before = statSync(secretFile).mtimeMs;
+    await stop(run.child);
+    const again = spawn(process.execPath, ["scripts/start.mjs"], {
+      cwd: repoRoot,
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/root",
+        DATA_DIR: run.dataDir,
+        PORT: String(port),
+      },
+      stdio: "ignore",
+    });
+    running.push(again);
+    const exited = new Promise<number | null>((done) => again.once("exit", (code) => done(code)));
+    const second = await waitForHealth(`http://127.0.0.1:${port}/health`, exited, () => "");
+    expect(second.status).toBe(200);
+    expect(statSync(secretFile).mtimeMs).toBe(before);
+  });
+
+  it("refuses to start in production without secrets, naming what is missing", async () => {
+    const run = startCommand({ NODE_ENV: "production", PORT: String(await findFreePort()) });
+    const code = await run.exited;
+    expect(code).not.toBe(0);
+    expect(run.output()).toContain("BETTER_AUTH_SECRET");
+    expect(run.output()).toContain("ENCRYPTION_KEY");
+  });
+
+  it("refuses placeholder and short secrets in production", async () => {
+    const run = startCommand({
+      NODE_ENV: "production",
+      PORT: String(await findFreePort()),
+      BETTER_AUTH_SECRET: "changeme",
+      ENCRYPTION_KEY: "short",
+    });
+    expect(await run.exited).not.toBe(0);
+    expect(run.output()).toMatch(/BETTER_AUTH_SECRET: .*placeholder/);
+    expect(run.output()).toMatch(/ENCRYPTION_KEY: .*32 characters/);
+    expect(run.output()).not.toContain("changeme");
+  });
+});
