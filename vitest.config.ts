@@ -16,7 +16,7 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          name: "api:pglite",
+          name: "pglite",
           include: ["{db,api}/test/**/*.test.ts"],
           env: { CUBICLE_TEST_DB: "pglite" },
         },
@@ -24,7 +24,7 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          name: "api:postgres",
+          name: "postgres",
           include: ["{db,api}/test/**/*.test.ts"],
           env: { CUBICLE_TEST_DB: "postgres" },
           globalSetup: ["db/src/testing/global-setup.ts"],

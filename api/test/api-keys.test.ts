@@ -69,6 +69,7 @@ describe("creating API keys", () => {
     });
     expect(created.key.startsWith(created.start ?? "\u0000")).toBe(true);
     expect(created.expiresAt).toBeNull();
+    expect(created).toMatchObject({ lastUsedAt: null });
 
     const list = expectStatus(await member.get(keysPath()), 200);
     expect(list.json.items.map((k: { id: string }) => k.id)).toContain(created.id);
@@ -172,6 +173,12 @@ describe("authenticating with an API key", () => {
     const keyMakingKeys = await caller.post(keysPath(), { name: "child" }, { apiKey: created.key });
     expect(keyMakingKeys.status).toBe(403);
     expect(keyMakingKeys.json).toMatchObject({ code: "PERSON_REQUIRED" });
+    const listed = expectStatus(await admin.get(keysPath()), 200).json.items.find(
+      (k: { id: string }) => k.id === created.id,
+    );
+    expect(new Date(listed.lastUsedAt).getTime()).toBeGreaterThanOrEqual(
+      new Date(listed.createdAt).getTime(),
+    );
     // Without the key, the same client is nobody.
     expect((await caller.get(membersPath())).status).toBe(401);
 

@@ -28,6 +28,17 @@ export function defineRoute<
     description: [config.description, `Access: ${describeAccess(access)}.`].filter(Boolean).join("\n\n"),
     security: people ? [{ session: [] }] : [{ session: [] }, { apiKey: [] }],
     middleware: guard(access),
-    responses: { ...PROBLEM_RESPONSES, ...config.responses },
+    responses: { ...PROBLEM_RESPONSES, ...withProblemBodies(config.responses) },
   }) as R & { getRoutingPath(): string };
+}
+
+/** A route's own error statuses (409, 413…) are problem JSON too, so the document says so. */
+function withProblemBodies<T extends RouteConfig["responses"]>(responses: T): T {
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, response]) =>
+      Number(status) >= 400 && "description" in response && !("content" in response && response.content)
+        ? [status, problem(response.description ?? "Problem")]
+        : [status, response],
+    ),
+  ) as T;
 }

@@ -127,8 +127,9 @@ export function credentialRoutes() {
         .where("workspace_id", "=", workspaceId)
         .where("name", "=", name)
         .executeTakeFirst();
-      if (taken)
-        throw new HttpProblem(409, "CREDENTIAL_NAME_TAKEN", `A credential named "${name}" already exists.`);
+      const nameTaken = () =>
+        new HttpProblem(409, "CREDENTIAL_NAME_TAKEN", `A credential named "${name}" already exists.`);
+      if (taken) throw nameTaken();
       const id = crypto.randomUUID();
       const row = await db
         .insertInto("connector_credentials")
@@ -141,7 +142,11 @@ export function credentialRoutes() {
           created_by: c.var.principal.kind === "user" ? c.var.principal.userId : null,
         })
         .returning(PUBLIC_COLUMNS)
-        .executeTakeFirstOrThrow();
+        .executeTakeFirstOrThrow()
+        .catch((error: unknown) => {
+          // A concurrent request took the name between the check above and this insert.
+          throw isUniqueViolation(error) ? nameTaken() : error;
+        });
       await audited(c, "connector_credential.created", row);
       return c.json(toCredential(row), 201);
     })
@@ -185,6 +190,9 @@ export function credentialRoutes() {
       return c.body(null, 204);
     });
 }
+
+const isUniqueViolation = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "code" in error && error.code === "23505";
 
 /** Binds a ciphertext to its row, so it cannot be copied into another workspace's credential. */
 export const sealingContext = (workspaceId: string, credentialId: string) => `${workspaceId}/${credentialId}`;

@@ -153,6 +153,20 @@ export function invitationRoutes() {
         .executeTakeFirst();
       if (existing)
         throw new HttpProblem(409, "ALREADY_MEMBER", `${email} is already a member of this workspace.`);
+      const pending = await db
+        .selectFrom("invitation")
+        .select("id")
+        .where("organizationId", "=", workspaceId)
+        .where("email", "=", email)
+        .where("status", "=", "pending")
+        .where("expiresAt", ">", new Date())
+        .executeTakeFirst();
+      if (pending)
+        throw new HttpProblem(
+          409,
+          "ALREADY_INVITED",
+          `${email} already has a pending invitation; cancel it first.`,
+        );
       const invitation = await c.var.deps.auth.api.createInvitation({
         headers: c.req.raw.headers,
         body: { email, role, organizationId: workspaceId },

@@ -3,6 +3,7 @@ import { defineRoute } from "../access/define-route.ts";
 import { WORKSPACE_ROLES } from "../access/roles.ts";
 import { actorOf } from "../auth/principal.ts";
 import { iso } from "../http/iso.ts";
+import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 
 export const WorkspaceIdParam = z.object({
@@ -82,6 +83,12 @@ export function workspaceRoutes() {
       const { auth, audit } = c.var.deps;
       const body = c.req.valid("json");
       const slug = body.slug ?? slugFrom(body.name);
+      const taken = await c.var.deps.database.db
+        .selectFrom("organization")
+        .select("id")
+        .where("slug", "=", slug)
+        .executeTakeFirst();
+      if (taken) throw new HttpProblem(409, "SLUG_TAKEN", `The slug "${slug}" is taken; choose another.`);
       const created = await auth.api.createOrganization({
         headers: c.req.raw.headers,
         body: { name: body.name, slug },
