@@ -1,8 +1,11 @@
 import { defineConfig } from "vitest/config";
 
+const providerSuites = "api/test/providers/**/*.test.ts";
+
 /**
- * One run covers everything: unit tests, the API integration suite on both database dialects
- * (embedded PGlite and a real Postgres started for the run), and end-to-end checks.
+ * One run covers everything: unit tests, the API and database suites on both database dialects
+ * (embedded PGlite and a real Postgres started for the run), the shared provider suites against
+ * every backend, and end-to-end checks.
  */
 export default defineConfig({
   test: {
@@ -18,6 +21,7 @@ export default defineConfig({
         test: {
           name: "pglite",
           include: ["{db,api}/test/**/*.test.ts"],
+          exclude: [providerSuites],
           env: { CUBICLE_TEST_DB: "pglite" },
         },
       },
@@ -26,9 +30,14 @@ export default defineConfig({
         test: {
           name: "postgres",
           include: ["{db,api}/test/**/*.test.ts"],
+          exclude: [providerSuites],
           env: { CUBICLE_TEST_DB: "postgres" },
           globalSetup: ["db/src/testing/global-setup.ts"],
         },
+      },
+      {
+        extends: true,
+        test: { name: "providers", include: [providerSuites] },
       },
       {
         extends: true,

@@ -1,8 +1,10 @@
 // The whole test suite, as CI runs it: install, lint/format check, type check, then every test
 // (unit, API on PGlite and on a real Postgres that the run starts and removes, end-to-end).
 import { ensureInstalled, runOrExit } from "./lib/run.mjs";
+import { ensureSystemPackages } from "./lib/system-packages.mjs";
 
 ensureInstalled();
+ensureSystemPackages();
 runOrExit("npx", ["biome", "check", "."]);
 runOrExit("npm", ["run", "typecheck", "--silent"]);
 runOrExit("npx", ["vitest", "run", ...process.argv.slice(2)]);

@@ -17,6 +17,7 @@ import { createRouter } from "./http/router.ts";
 import { invitationRoutes } from "./invitations/routes.ts";
 import { memberRoutes } from "./members/routes.ts";
 import { referenceRoutes } from "./openapi/reference.ts";
+import { ProviderError } from "./providers/errors.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 const OPENAPI_PATH = "/openapi.json";
@@ -80,6 +81,8 @@ export function createApp(deps: AppDeps) {
       const code = typeof error.body?.code === "string" ? error.body.code : String(error.status);
       return problemResponse(c, new HttpProblem(status, code, error.body?.message ?? error.message));
     }
+    if (error instanceof ProviderError)
+      return problemResponse(c, new HttpProblem(error.status, error.code, error.message));
     if (error instanceof HTTPException) {
       return problemResponse(c, new HttpProblem(error.status, "MALFORMED_REQUEST", error.message));
     }

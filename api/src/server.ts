@@ -12,6 +12,7 @@ import type { AppDeps } from "./context.ts";
 import { createCredentialCipher } from "./credentials/cipher.ts";
 import { createLogger } from "./observability/logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
+import { Sandbox } from "./providers/sandbox.ts";
 
 export const API_VERSION: string = JSON.parse(
   readFileSync(new URL("../package.json", import.meta.url), "utf8"),
@@ -42,6 +43,8 @@ export async function startApi(
   await migrateToLatest(database.db);
 
   const audit = new AuditLog(database.db);
+  const sandbox = new Sandbox(env, database.db, logger);
+  await sandbox.start();
   const deps: AppDeps = {
     env,
     database,
@@ -53,6 +56,7 @@ export async function startApi(
     }),
     logger,
     metrics: createMetrics(),
+    sandbox,
     version: API_VERSION,
   };
   const app = createApp(deps);
@@ -71,6 +75,7 @@ export async function startApi(
     deps,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await sandbox.shutdown();
       if (!options.database) await database.close();
     },
   };

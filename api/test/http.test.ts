@@ -15,7 +15,10 @@ describe("the API's HTTP surface", () => {
       version: "0.1.0",
       db: "ok",
       dbDialect: process.env.CUBICLE_TEST_DB === "postgres" ? "postgres" : "pglite",
-      sandbox: "none",
+      sandbox: "fake",
+      configured: "fake",
+      override: "isolated",
+      sandboxNote: null,
     });
   });
 

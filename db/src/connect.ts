@@ -25,6 +25,7 @@ export type DatabaseLocation =
   | { pgliteInMemory: true };
 
 const INT8_OID = 20;
+const CLOSE_TIMEOUT_SECONDS = 5;
 
 /**
  * The one way to open Cubicle's database. Both dialects parse int8 as a JS number so that
@@ -39,7 +40,9 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
         int8: { to: INT8_OID, from: [INT8_OID], serialize: (value: number) => String(value), parse: Number },
       },
     });
-    return handle(new Kysely<Database>({ dialect: new PostgresJSDialect({ postgres: client }) }), "postgres");
+    const db = new Kysely<Database>({ dialect: new PostgresJSDialect({ postgres: client }) });
+    // Kysely's destroy() waits without limit for the pool; a bounded end() cannot hang a shutdown.
+    return handle(db, "postgres", () => client.end({ timeout: CLOSE_TIMEOUT_SECONDS }));
   }
   let pglite: PGlite;
   if ("pgliteDirectory" in location) {
@@ -48,10 +51,11 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
   } else {
     pglite = await PGlite.create({ parsers: { [INT8_OID]: Number } });
   }
-  return handle(new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), "pglite");
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return handle(db, "pglite", () => db.destroy());
 }
 
-function handle(db: Kysely<Database>, dialect: DialectName): DatabaseHandle {
+function handle(db: Kysely<Database>, dialect: DialectName, close: () => Promise<void>): DatabaseHandle {
   return {
     db,
     dialect,
@@ -63,6 +67,6 @@ function handle(db: Kysely<Database>, dialect: DialectName): DatabaseHandle {
         return false;
       }
     },
-    close: () => db.destroy(),
+    close,
   };
 }

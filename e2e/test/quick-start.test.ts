@@ -76,7 +76,12 @@ describe("quick start", () => {
     const run = startCommand({ PORT: String(port) });
     const response = await waitForHealth(`http://127.0.0.1:${port}/health`, run.exited, run.output);
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ ok: true, db: "ok", dbDialect: "pglite", sandbox: "none" });
+    expect(await response.json()).toMatchObject({
+      ok: true,
+      db: "ok",
+      dbDialect: "pglite",
+      sandbox: "docker",
+    });
 
     // Development secrets were generated, kept private, and survive a restart.
     const secretFile = join(run.dataDir, "secrets", "better-auth-secret");
@@ -119,5 +124,37 @@ describe("quick start", () => {
     expect(run.output()).toMatch(/BETTER_AUTH_SECRET: .*placeholder/);
     expect(run.output()).toMatch(/ENCRYPTION_KEY: .*32 characters/);
     expect(run.output()).not.toContain("changeme");
+  });
+
+  describe("sandbox provider set-up", () => {
+    const secrets = {
+      NODE_ENV: "production",
+      BETTER_AUTH_SECRET: "startup-test-auth-secret-0123456789abcdef",
+      ENCRYPTION_KEY: "startup-test-encryption-key-0123456789abc",
+    };
+
+    it("refuses an unknown SANDBOX_PROVIDER in one line naming every valid value", async () => {
+      const run = startCommand({ ...secrets, SANDBOX_PROVIDER: "bogus", PORT: String(await findFreePort()) });
+      expect(await run.exited).not.toBe(0);
+      expect(run.output()).toContain(
+        'SANDBOX_PROVIDER: "bogus" is not a sandbox provider; use one of docker, e2b, daytona, box, desktop, none, fake, e2b-emulator, daytona-emulator, box-emulator',
+      );
+    });
+
+    it("stops when docker has no supervisor token, naming SANDBOX_SUPERVISOR_TOKEN", async () => {
+      const run = startCommand({
+        ...secrets,
+        SANDBOX_PROVIDER: "docker",
+        PORT: String(await findFreePort()),
+      });
+      expect(await run.exited).not.toBe(0);
+      expect(run.output()).toContain("SANDBOX_SUPERVISOR_TOKEN: missing");
+    });
+
+    it("refuses the fake provider in production", async () => {
+      const run = startCommand({ ...secrets, SANDBOX_PROVIDER: "fake", PORT: String(await findFreePort()) });
+      expect(await run.exited).not.toBe(0);
+      expect(run.output()).toContain("The fake sandbox provider is for tests only");
+    });
   });
 });

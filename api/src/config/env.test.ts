@@ -28,6 +28,7 @@ describe("parseEnv defaults", () => {
       betterAuthSecret: undefined,
       encryptionKey: undefined,
       previousEncryptionKeys: [],
+      sandbox: expect.objectContaining({ provider: "docker" }),
     });
   });
 
@@ -160,5 +161,45 @@ describe("parseEnv errors", () => {
   it("does not echo DATABASE_URL, which may hold a password", () => {
     const error = errorOf({ DATABASE_URL: "mysql://user:hunter2@db/cubicle" });
     expect(error.message).not.toContain("hunter2");
+  });
+});
+
+describe("sandbox settings", () => {
+  it("default to docker with the documented values", () => {
+    const env = parseEnv({});
+    expect(env.sandbox).toMatchObject({
+      provider: "docker",
+      supervisorUrl: "http://127.0.0.1:7091",
+      idleMs: 600_000,
+      commandTimeoutMs: 300_000,
+      desktopAllowedRoots: [],
+    });
+  });
+
+  it("refuse an unknown provider in one line naming all ten values", () => {
+    let message = "";
+    try {
+      parseEnv({ SANDBOX_PROVIDER: "bogus" });
+    } catch (error) {
+      message = error instanceof ConfigError ? error.message : "";
+    }
+    expect(message).toBe(
+      'SANDBOX_PROVIDER: "bogus" is not a sandbox provider; use one of docker, e2b, daytona, box, desktop, none, fake, e2b-emulator, daytona-emulator, box-emulator',
+    );
+  });
+
+  it("validate timings, the supervisor URL and desktop roots", () => {
+    expect(() => parseEnv({ SANDBOX_IDLE_MS: "0" })).toThrow(
+      "SANDBOX_IDLE_MS: must be a positive whole number",
+    );
+    expect(() => parseEnv({ SANDBOX_COMMAND_TIMEOUT_MS: "5s" })).toThrow("SANDBOX_COMMAND_TIMEOUT_MS");
+    expect(() => parseEnv({ SANDBOX_SUPERVISOR_URL: "ftp://x" })).toThrow(
+      "SANDBOX_SUPERVISOR_URL: must be an http(s) URL",
+    );
+    expect(() => parseEnv({ DESKTOP_ALLOWED_ROOTS: "relative/path" })).toThrow("DESKTOP_ALLOWED_ROOTS");
+    expect(parseEnv({ DESKTOP_ALLOWED_ROOTS: "/srv/a, /srv/b/" }).sandbox.desktopAllowedRoots).toEqual([
+      "/srv/a",
+      "/srv/b",
+    ]);
   });
 });

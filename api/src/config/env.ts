@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { PROVIDER_KINDS, type ProviderKind } from "../providers/contract.ts";
 
 export class ConfigError extends Error {
   readonly problems: readonly string[];
@@ -30,6 +31,24 @@ export interface ApiEnv {
   readonly betterAuthSecret: string | undefined;
   readonly encryptionKey: string | undefined;
   readonly previousEncryptionKeys: readonly string[];
+  readonly sandbox: SandboxEnv;
+}
+
+/** Where computers run (DESIGN §3, §6). Vendor keys are secrets: never logged, never returned. */
+export interface SandboxEnv {
+  readonly provider: ProviderKind;
+  readonly supervisorUrl: string;
+  readonly supervisorToken: string | undefined;
+  readonly idleMs: number;
+  readonly commandTimeoutMs: number;
+  readonly e2bApiKey: string | undefined;
+  readonly daytonaApiKey: string | undefined;
+  readonly daytonaApiUrl: string | undefined;
+  readonly daytonaTarget: string | undefined;
+  readonly boxApiKey: string | undefined;
+  readonly boxApiUrl: string | undefined;
+  /** Extra host folders a `desktop` computer may touch besides its home. */
+  readonly desktopAllowedRoots: readonly string[];
 }
 
 const DEFAULT_PORT = 3100;
@@ -65,6 +84,18 @@ function toOrigin(value: string): string | undefined {
   // Origins are compared against the browser's Origin header, which never carries a path, query or hash.
   if (url.pathname !== "/" || url.search !== "" || url.hash !== "") return undefined;
   return url.origin;
+}
+
+function positiveMilliseconds(fallback: number) {
+  return optionalTrimmed.transform((v, ctx) => {
+    if (v === undefined) return fallback;
+    const ms = /^\d+$/.test(v) ? Number(v) : Number.NaN;
+    if (!Number.isSafeInteger(ms) || ms < 1) {
+      ctx.addIssue({ code: "custom", message: "must be a positive whole number of milliseconds" });
+      return z.NEVER;
+    }
+    return ms;
+  });
 }
 
 const ORIGIN_RULE = "must be an http(s) origin without path, query or credentials (e.g. https://example.com)";
@@ -137,6 +168,38 @@ const schema = z
     BETTER_AUTH_SECRET: optionalTrimmed,
     ENCRYPTION_KEY: optionalTrimmed,
     ENCRYPTION_KEYS_PREVIOUS: optionalTrimmed.transform(splitList),
+    SANDBOX_PROVIDER: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined) return "docker" as const;
+      if ((PROVIDER_KINDS as readonly string[]).includes(v)) return v as ProviderKind;
+      ctx.addIssue({
+        code: "custom",
+        message: `${JSON.stringify(v)} is not a sandbox provider; use one of ${PROVIDER_KINDS.join(", ")}`,
+      });
+      return z.NEVER;
+    }),
+    SANDBOX_SUPERVISOR_URL: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined) return "http://127.0.0.1:7091";
+      if (/^https?:\/\//.test(v) && URL.canParse(v)) return v.replace(/\/+$/, "");
+      ctx.addIssue({ code: "custom", message: "must be an http(s) URL" });
+      return z.NEVER;
+    }),
+    SANDBOX_SUPERVISOR_TOKEN: optionalTrimmed,
+    SANDBOX_IDLE_MS: positiveMilliseconds(600_000),
+    SANDBOX_COMMAND_TIMEOUT_MS: positiveMilliseconds(300_000),
+    E2B_API_KEY: optionalTrimmed,
+    DAYTONA_API_KEY: optionalTrimmed,
+    DAYTONA_API_URL: optionalTrimmed,
+    DAYTONA_TARGET: optionalTrimmed,
+    BOX_API_KEY: optionalTrimmed,
+    BOX_API_URL: optionalTrimmed,
+    DESKTOP_ALLOWED_ROOTS: optionalTrimmed.transform((v, ctx) => {
+      const roots = splitList(v);
+      if (roots.some((root) => !path.isAbsolute(root))) {
+        ctx.addIssue({ code: "custom", message: "must be a comma-separated list of absolute paths" });
+        return z.NEVER;
+      }
+      return roots.map((root) => path.resolve(root));
+    }),
   })
   .transform((raw): ApiEnv => {
     const publicUrl = raw.PUBLIC_URL ?? `http://127.0.0.1:${raw.PORT}`;
@@ -155,6 +218,20 @@ const schema = z
       betterAuthSecret: raw.BETTER_AUTH_SECRET,
       encryptionKey: raw.ENCRYPTION_KEY,
       previousEncryptionKeys: Object.freeze(raw.ENCRYPTION_KEYS_PREVIOUS),
+      sandbox: Object.freeze({
+        provider: raw.SANDBOX_PROVIDER,
+        supervisorUrl: raw.SANDBOX_SUPERVISOR_URL,
+        supervisorToken: raw.SANDBOX_SUPERVISOR_TOKEN,
+        idleMs: raw.SANDBOX_IDLE_MS,
+        commandTimeoutMs: raw.SANDBOX_COMMAND_TIMEOUT_MS,
+        e2bApiKey: raw.E2B_API_KEY,
+        daytonaApiKey: raw.DAYTONA_API_KEY,
+        daytonaApiUrl: raw.DAYTONA_API_URL,
+        daytonaTarget: raw.DAYTONA_TARGET,
+        boxApiKey: raw.BOX_API_KEY,
+        boxApiUrl: raw.BOX_API_URL,
+        desktopAllowedRoots: Object.freeze(raw.DESKTOP_ALLOWED_ROOTS),
+      }),
     };
   });
 

@@ -20,7 +20,7 @@ afterEach(() => {
 });
 
 function envWith(vars: Record<string, string | undefined>) {
-  return parseEnv({ DATA_DIR: dataDir, ...vars });
+  return parseEnv({ DATA_DIR: dataDir, SANDBOX_PROVIDER: "none", ...vars });
 }
 
 function problemsOf(vars: Record<string, string | undefined>): string[] {
@@ -173,5 +173,57 @@ describe("resolveSecrets refusals", () => {
       "ENCRYPTION_KEY: is a known placeholder",
     ]);
     expect(message).not.toContain(leaked);
+  });
+});
+
+describe("the supervisor token", () => {
+  const TOKEN = "supervisor-token-0123456789abcdefghijk";
+
+  it("is required outside development when SANDBOX_PROVIDER is docker, and named", () => {
+    const problems = problemsOf({
+      NODE_ENV: "production",
+      SANDBOX_PROVIDER: "docker",
+      BETTER_AUTH_SECRET: AUTH,
+      ENCRYPTION_KEY: ENC,
+    });
+    expect(problems).toEqual([
+      "SANDBOX_SUPERVISOR_TOKEN: missing (SANDBOX_PROVIDER=docker needs the token the supervisor was started with)",
+    ]);
+  });
+
+  it("is not required by other providers", () => {
+    const secrets = resolveSecrets(
+      envWith({
+        NODE_ENV: "production",
+        SANDBOX_PROVIDER: "fake",
+        BETTER_AUTH_SECRET: AUTH,
+        ENCRYPTION_KEY: ENC,
+      }),
+    );
+    expect(secrets.supervisorToken).toBeUndefined();
+  });
+
+  it("is checked like the other secrets and kept separate from them", () => {
+    const base = {
+      NODE_ENV: "production",
+      SANDBOX_PROVIDER: "docker",
+      BETTER_AUTH_SECRET: AUTH,
+      ENCRYPTION_KEY: ENC,
+    };
+    expect(problemsOf({ ...base, SANDBOX_SUPERVISOR_TOKEN: "short" })).toContain(
+      "SANDBOX_SUPERVISOR_TOKEN: shorter than 32 characters",
+    );
+    expect(problemsOf({ ...base, SANDBOX_SUPERVISOR_TOKEN: AUTH })).toContain(
+      "SANDBOX_SUPERVISOR_TOKEN: must differ from BETTER_AUTH_SECRET and ENCRYPTION_KEY",
+    );
+    expect(resolveSecrets(envWith({ ...base, SANDBOX_SUPERVISOR_TOKEN: TOKEN })).supervisorToken).toBe(TOKEN);
+  });
+
+  it("is generated and kept under DATA_DIR in development", () => {
+    const first = resolveSecrets(envWith({ NODE_ENV: "development", SANDBOX_PROVIDER: "docker" }));
+    const second = resolveSecrets(envWith({ NODE_ENV: "development", SANDBOX_PROVIDER: "docker" }));
+    expect(first.supervisorToken?.length).toBeGreaterThanOrEqual(32);
+    expect(second.supervisorToken).toBe(first.supervisorToken);
+    expect(mode(path.join(dataDir, "secrets", "supervisor-token"))).toBe(0o600);
   });
 });

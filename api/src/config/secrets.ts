@@ -7,6 +7,8 @@ export interface Secrets {
   betterAuthSecret: string;
   encryptionKey: string;
   previousEncryptionKeys: string[];
+  /** Present when the configured provider is `docker`, which needs it to reach the supervisor. */
+  supervisorToken: string | undefined;
 }
 
 const MIN_SECRET_LENGTH = 32;
@@ -52,6 +54,7 @@ function checkSecret(label: string, value: string): string[] {
 const SECRET_FILES = {
   BETTER_AUTH_SECRET: "better-auth-secret",
   ENCRYPTION_KEY: "encryption-key",
+  SANDBOX_SUPERVISOR_TOKEN: "supervisor-token",
 } as const;
 
 type RequiredSecret = keyof typeof SECRET_FILES;
@@ -108,9 +111,13 @@ export function resolveSecrets(env: ApiEnv): Secrets {
   const provided: Record<RequiredSecret, string | undefined> = {
     BETTER_AUTH_SECRET: env.betterAuthSecret,
     ENCRYPTION_KEY: env.encryptionKey,
+    SANDBOX_SUPERVISOR_TOKEN: env.sandbox.supervisorToken,
   };
+  const required = (Object.keys(SECRET_FILES) as RequiredSecret[]).filter(
+    (name) => name !== "SANDBOX_SUPERVISOR_TOKEN" || env.sandbox.provider === "docker",
+  );
 
-  for (const name of Object.keys(SECRET_FILES) as RequiredSecret[]) {
+  for (const name of required) {
     const value = provided[name];
     if (value !== undefined) {
       problems.push(...checkSecret(name, value));
@@ -121,7 +128,9 @@ export function resolveSecrets(env: ApiEnv): Secrets {
       resolved[name] = stored.value;
     } else {
       problems.push(
-        `${name}: missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)`,
+        name === "SANDBOX_SUPERVISOR_TOKEN"
+          ? `${name}: missing (SANDBOX_PROVIDER=docker needs the token the supervisor was started with)`
+          : `${name}: missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)`,
       );
     }
   }
@@ -143,8 +152,21 @@ export function resolveSecrets(env: ApiEnv): Secrets {
     });
   }
 
+  const supervisorToken = resolved.SANDBOX_SUPERVISOR_TOKEN;
+  if (
+    supervisorToken !== undefined &&
+    (supervisorToken === betterAuthSecret || supervisorToken === encryptionKey)
+  ) {
+    problems.push("SANDBOX_SUPERVISOR_TOKEN: must differ from BETTER_AUTH_SECRET and ENCRYPTION_KEY");
+  }
+
   if (problems.length > 0 || betterAuthSecret === undefined || encryptionKey === undefined) {
     throw new ConfigError(problems);
   }
-  return { betterAuthSecret, encryptionKey, previousEncryptionKeys: [...env.previousEncryptionKeys] };
+  return {
+    betterAuthSecret,
+    encryptionKey,
+    previousEncryptionKeys: [...env.previousEncryptionKeys],
+    supervisorToken,
+  };
 }

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { createRouter } from "../http/router.ts";
+import { PROVIDER_KINDS } from "../providers/contract.ts";
 
 const HealthSchema = z
   .object({
@@ -7,9 +8,13 @@ const HealthSchema = z
     version: z.string(),
     db: z.enum(["ok", "error"]),
     dbDialect: z.enum(["pglite", "postgres"]),
-    sandbox: z
-      .string()
-      .openapi({ description: 'The effective sandbox provider; "none" until providers land.' }),
+    sandbox: z.enum(PROVIDER_KINDS).openapi({ description: "The provider new computers use right now." }),
+    configured: z.enum(PROVIDER_KINDS).openapi({ description: "SANDBOX_PROVIDER as configured." }),
+    override: z
+      .enum(["isolated", "this-host"])
+      .nullable()
+      .openapi({ description: "The deployment's computer host setting (null while the database is down)." }),
+    sandboxNote: z.string().nullable().openapi({ description: "Why `sandbox` differs from `configured`." }),
   })
   .openapi("Health");
 
@@ -40,16 +45,37 @@ const metrics = createRoute({
 export function healthRoutes() {
   return createRouter()
     .openapi(health, async (c) => {
-      const { database, version } = c.var.deps;
-      const dbOk = await database.ping();
-      const body = {
-        ok: dbOk,
-        version,
-        db: dbOk ? "ok" : "error",
-        dbDialect: database.dialect,
-        sandbox: "none",
-      } as const;
-      return dbOk ? c.json(body, 200) : c.json(body, 503);
+      const { database, env, sandbox, version } = c.var.deps;
+      const base = { version, dbDialect: database.dialect };
+      if (!(await database.ping())) {
+        const configured = env.sandbox.provider;
+        const note = "the computer host setting is unknown while the database does not answer";
+        return c.json(
+          {
+            ...base,
+            ok: false,
+            db: "error" as const,
+            sandbox: configured,
+            configured,
+            override: null,
+            sandboxNote: note,
+          },
+          503,
+        );
+      }
+      const choice = await sandbox.choice();
+      return c.json(
+        {
+          ...base,
+          ok: true,
+          db: "ok" as const,
+          sandbox: choice.effective,
+          configured: choice.configured,
+          override: choice.computerHost,
+          sandboxNote: choice.reason,
+        },
+        200,
+      );
     })
     .openapi(metrics, async (c) => {
       const { registry } = c.var.deps.metrics;

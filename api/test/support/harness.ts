@@ -31,7 +31,7 @@ export interface TestApi {
  * A real API on a real port over the dialect this project runs (CUBICLE_TEST_DB): an in-memory
  * PGlite, or a fresh empty database on the run's temporary Postgres server.
  */
-export async function startTestApi(): Promise<TestApi> {
+export async function startTestApi(envOverrides: Record<string, string> = {}): Promise<TestApi> {
   const database = await openTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), "cubicle-api-test-"));
   const env = parseEnv({
@@ -42,6 +42,8 @@ export async function startTestApi(): Promise<TestApi> {
     LOG_LEVEL: "silent",
     BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
     ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
+    SANDBOX_PROVIDER: "fake",
+    ...envOverrides,
   });
   const api = await startApi(env, { database });
   const responses: string[] = [];

@@ -15,12 +15,16 @@ const SERVER_ROOT = "/usr/lib/postgresql";
 
 /**
  * A real Postgres server for one test run: initdb into a temporary directory, listen on a free
- * loopback port, remove everything on stop. Installs Debian's `postgresql` when the server
- * binaries are missing and we are root. Postgres refuses to run as root, so as root the server
- * runs as the `postgres` system user.
+ * loopback port, remove everything on stop (scripts/lib/system-packages.mjs installs the server).
+ * Postgres refuses to run as root, so as root the server runs as the `postgres` system user.
  */
 export async function startTemporaryPostgres(): Promise<TemporaryPostgres> {
-  const bin = findServerBinaries() ?? installServer();
+  const bin = findServerBinaries();
+  if (!bin) {
+    throw new Error(
+      `no Postgres server binaries under ${SERVER_ROOT}: install Debian's 'postgresql' (npm test does)`,
+    );
+  }
   const asRoot = process.getuid?.() === 0;
   const dataDir = mkdtempSync(join(tmpdir(), "cubicle-pg-"));
   if (asRoot) {
@@ -110,20 +114,6 @@ function findServerBinaries(): string | undefined {
     .filter((version) => existsSync(join(SERVER_ROOT, version, "bin", "initdb")))
     .sort((a, b) => Number(b) - Number(a));
   return versions[0] === undefined ? undefined : join(SERVER_ROOT, versions[0], "bin");
-}
-
-function installServer(): string {
-  if (process.getuid?.() !== 0) {
-    throw new Error(`no Postgres server binaries under ${SERVER_ROOT}; install the 'postgresql' package`);
-  }
-  execFileSync("apt-get", ["update"], { stdio: "inherit" });
-  execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "postgresql"], {
-    stdio: "inherit",
-    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-  });
-  const bin = findServerBinaries();
-  if (!bin) throw new Error(`installed 'postgresql' but found no server binaries under ${SERVER_ROOT}`);
-  return bin;
 }
 
 /** A TCP port on loopback that nothing listens on right now. */

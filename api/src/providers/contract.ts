@@ -1,0 +1,146 @@
+/**
+ * The provider contract (DESIGN §3): the one interface every place computers can run implements.
+ * The API talks to computers only through this; the shared conformance and fault suites
+ * (api/test/providers/) hold every implementation to the same behaviour.
+ */
+
+export const PROVIDER_KINDS = [
+  "docker",
+  "e2b",
+  "daytona",
+  "box",
+  "desktop",
+  "none",
+  "fake",
+  "e2b-emulator",
+  "daytona-emulator",
+  "box-emulator",
+] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+/** Which machine: the durable home key, plus the provider's own handle when one exists. */
+export interface MachineRef {
+  homeKey: string;
+  /** An acceleration path, not durable data: only reused by the same provider kind. */
+  providerRef: string | null;
+}
+
+export interface Provisioned {
+  providerRef: string;
+  /** True when a new machine was made (its home may need restoring); false when reconnected. */
+  fresh: boolean;
+}
+
+export type MachineStatus = "running" | "stopped" | "missing";
+
+export interface ProviderCapabilities {
+  graphical: boolean;
+  maxScreens: number;
+  pty: boolean;
+}
+
+/** Where the screen proxy connects for one screen; never shown to a browser. */
+export type ScreenTarget =
+  | { kind: "vnc"; host: string; port: number; password: string }
+  | { kind: "vendor-websocket"; url: string; password?: string };
+
+export interface CommandRequest {
+  command: string;
+  /** Relative to the home; defaults to the home itself. */
+  cwd?: string;
+  env?: Record<string, string>;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** stdout and stderr together; past it output is dropped and a marker is emitted once. */
+  maxOutputBytes?: number;
+}
+
+export type CommandEvent =
+  | { type: "stdout"; data: string }
+  | { type: "stderr"; data: string }
+  | { type: "exit"; code: number; message?: string; truncated: boolean };
+
+export const EXIT_TIMED_OUT = 124;
+export const EXIT_ABORTED = 130;
+export const OUTPUT_TRUNCATED_MARKER = "\n[cubicle: output truncated]\n";
+
+export interface FileEntry {
+  name: string;
+  /** Relative to the home, with forward slashes. */
+  path: string;
+  type: "file" | "directory" | "symlink";
+  size: number;
+  executable: boolean;
+  modifiedAt: string;
+}
+
+export interface Observation {
+  png: Uint8Array;
+  width: number;
+  height: number;
+  cursor: { x: number; y: number };
+  activeWindow: string | null;
+}
+
+export const MAX_ACTIONS_PER_BATCH = 24;
+
+export type Modifier = "ctrl" | "alt" | "shift" | "super";
+export type MouseButton = "left" | "right" | "middle";
+
+export type DesktopAction =
+  | {
+      type: "click" | "double_click" | "right_click" | "middle_click";
+      x: number;
+      y: number;
+      modifiers?: Modifier[];
+    }
+  | { type: "move"; x: number; y: number }
+  | { type: "mouse_down" | "mouse_up"; button: MouseButton; x?: number; y?: number }
+  | { type: "drag"; from: { x: number; y: number }; to: { x: number; y: number } }
+  | { type: "type"; text: string }
+  | { type: "key"; key: string; modifiers?: Modifier[] }
+  | { type: "scroll"; x: number; y: number; dx: number; dy: number }
+  | { type: "wait"; ms: number };
+
+export interface ActResult {
+  /** How many actions ran to completion, in order; on failure, the failing one is the next. */
+  completed: number;
+  total: number;
+  error?: string;
+}
+
+export interface SandboxProvider {
+  readonly kind: ProviderKind;
+  readonly capabilities: ProviderCapabilities;
+
+  /** Create the machine, or reconnect to `ref.providerRef` when it still exists. */
+  provision(ref: MachineRef): Promise<Provisioned>;
+  /** Suspend; idempotent. */
+  stop(ref: MachineRef): Promise<void>;
+  destroy(ref: MachineRef): Promise<void>;
+  status(ref: MachineRef): Promise<MachineStatus>;
+  keepAlive?(ref: MachineRef): Promise<void>;
+
+  openScreen(ref: MachineRef, index: number): Promise<ScreenTarget>;
+
+  run(ref: MachineRef, request: CommandRequest): AsyncIterable<CommandEvent>;
+
+  listFiles(ref: MachineRef, path: string): Promise<FileEntry[]>;
+  /** Fails with FILE_TOO_LARGE, never a partial read, when the file exceeds `maxBytes`. */
+  readFile(ref: MachineRef, path: string, options: { maxBytes: number }): Promise<Uint8Array>;
+  writeFile(
+    ref: MachineRef,
+    path: string,
+    data: Uint8Array,
+    options?: { executable?: boolean },
+  ): Promise<void>;
+  deleteFile(ref: MachineRef, path: string): Promise<void>;
+
+  /** The whole home as a tar stream (paths relative to the home). */
+  exportHome(ref: MachineRef): Promise<ReadableStream<Uint8Array>>;
+  /** Replace the home's contents with the tar stream's. */
+  importHome(ref: MachineRef, tar: ReadableStream<Uint8Array>): Promise<void>;
+
+  observe(ref: MachineRef, screen: number): Promise<Observation>;
+  act(ref: MachineRef, screen: number, actions: DesktopAction[]): Promise<ActResult>;
+}

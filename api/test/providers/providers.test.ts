@@ -1,0 +1,42 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { SandboxProvider } from "../../src/providers/contract.ts";
+import { createDesktopProvider } from "../../src/providers/desktop/index.ts";
+import { createFakeProvider } from "../../src/providers/fake/index.ts";
+import { ArmedFaults } from "../../src/providers/faults.ts";
+import { conformanceSuite } from "./conformance.ts";
+import { faultSuite } from "./faults.ts";
+import type { MakeProvider, ProviderUnderTest } from "./types.ts";
+
+/** An in-process provider built around a fresh fault plan, with nothing to tear down. */
+function inMemory(build: (faults: ArmedFaults) => SandboxProvider): ProviderUnderTest {
+  const faults = new ArmedFaults();
+  return { provider: build(faults), faults, cleanup: async () => {} };
+}
+
+/** The host's own processes and screens, with homes in a temporary folder removed afterwards. */
+const desktop: MakeProvider = async () => {
+  const homesDir = await mkdtemp(join(tmpdir(), "cubicle-desktop-homes-"));
+  const faults = new ArmedFaults();
+  const provider = createDesktopProvider({ homesDir, faults });
+  return {
+    provider,
+    faults,
+    cleanup: async () => {
+      await provider.shutdown();
+      await rm(homesDir, { recursive: true, force: true });
+    },
+  };
+};
+
+/** Every backend the shared suites hold to the contract; adding one is one line. */
+const BACKENDS: { name: string; make: MakeProvider }[] = [
+  { name: "fake", make: async () => inMemory((faults) => createFakeProvider({ nodeEnv: "test", faults })) },
+  { name: "desktop", make: desktop },
+];
+
+for (const { name, make } of BACKENDS) {
+  conformanceSuite(name, make);
+  faultSuite(name, make);
+}
