@@ -1,5 +1,3 @@
-import { APIError } from "better-auth/api";
-import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import { auditRoutes } from "./audit/routes.ts";
@@ -11,13 +9,13 @@ import { credentialRoutes } from "./credentials/routes.ts";
 import { deploymentRoutes } from "./deployment/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { accessLog } from "./http/access-log.ts";
+import { toHttpProblem } from "./http/errors.ts";
 import { HttpProblem, problemResponse } from "./http/problem.ts";
 import { requestContext, requestIds } from "./http/request-context.ts";
 import { createRouter } from "./http/router.ts";
 import { invitationRoutes } from "./invitations/routes.ts";
 import { memberRoutes } from "./members/routes.ts";
 import { referenceRoutes } from "./openapi/reference.ts";
-import { ProviderError } from "./providers/errors.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 const OPENAPI_PATH = "/openapi.json";
@@ -75,22 +73,12 @@ export function createApp(deps: AppDeps) {
     throw new HttpProblem(404, "NOT_FOUND", "No such route.");
   });
   app.onError((error, c) => {
-    if (error instanceof HttpProblem) return problemResponse(c, error);
-    if (error instanceof APIError) {
-      const status = error.statusCode as HttpProblem["status"];
-      const code = typeof error.body?.code === "string" ? error.body.code : String(error.status);
-      return problemResponse(c, new HttpProblem(status, code, error.body?.message ?? error.message));
-    }
-    if (error instanceof ProviderError)
-      return problemResponse(c, new HttpProblem(error.status, error.code, error.message));
-    if (error instanceof HTTPException) {
-      return problemResponse(c, new HttpProblem(error.status, "MALFORMED_REQUEST", error.message));
-    }
+    const problem = toHttpProblem(error);
+    if (problem) return problemResponse(c, problem);
     deps.logger.error({ err: error, requestId: c.var.requestId }, "unhandled error");
-    return problemResponse(
-      c,
-      new HttpProblem(500, "INTERNAL", "Something went wrong; the request id identifies it in the logs."),
-    );
+    const detail = "Something went wrong; the request id identifies it in the logs.";
+    return problemResponse(c, new HttpProblem(500, "INTERNAL", detail));
   });
+
   return app;
 }
