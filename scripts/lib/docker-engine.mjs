@@ -1,0 +1,180 @@
+// The Docker engine and the computer image the Docker provider runs. Plain Node (no dependencies).
+// ensureDockerEngine(): makes `docker info` work, starting (and if needed installing) dockerd when
+// we are root on Debian. ensureComputerImage(): builds cubicle-computer:latest from computer-image/,
+// first building debian:bookworm-slim air-gapped with debootstrap when no registry can be reached.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { root, runOrExit } from "./run.mjs";
+
+export const BASE_IMAGE = "debian:bookworm-slim";
+export const COMPUTER_IMAGE = "cubicle-computer:latest";
+const SOCKET = "unix:///var/run/docker.sock";
+const SUITE = "bookworm";
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+
+function succeeds(command, args, options = {}) {
+  const result = spawnSync(command, args, { stdio: "ignore", ...options });
+  return result.status === 0;
+}
+
+function onPath(binary) {
+  return succeeds("sh", ["-c", `command -v ${binary}`]);
+}
+
+function isDebian() {
+  return existsSync("/etc/debian_version") && onPath("apt-get");
+}
+
+function fail(message) {
+  console.error(`\n✗ ${message}`);
+  process.exit(1);
+}
+
+/** Makes `docker info` work: starts dockerd (installing docker.io first if needed) when root on Debian. */
+export async function ensureDockerEngine() {
+  if (succeeds("docker", ["info"], { timeout: 20_000 })) return;
+  if (process.getuid?.() !== 0 || !isDebian()) {
+    fail(
+      "The Docker engine is not reachable (`docker info` fails). Start Docker (or give this user access " +
+        "to its socket), then run again.",
+    );
+  }
+  if (!onPath("dockerd")) {
+    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+    runOrExit("apt-get", ["update"], { env });
+    runOrExit("apt-get", ["install", "-y", "--no-install-recommends", "docker.io"], { env });
+  }
+  const log = join(tmpdir(), "cubicle-dockerd.log");
+  console.log(`Starting dockerd (log: ${log})`);
+  const started = Date.now();
+  const out = openSync(log, "a");
+  const daemon = spawn("dockerd", ["--host", SOCKET], { detached: true, stdio: ["ignore", out, out] });
+  daemon.unref();
+  let exited = false;
+  daemon.on("exit", () => {
+    exited = true;
+  });
+  while (Date.now() - started < 60_000) {
+    if (succeeds("docker", ["info"], { timeout: 10_000 })) {
+      console.log(`dockerd is up (${seconds(started)})`);
+      return;
+    }
+    if (exited) break;
+    await sleep(500);
+  }
+  fail(`dockerd did not come up${exited ? " (it exited)" : " within 60 s"}; see ${log}`);
+}
+
+/** The Debian mirror: $DEBIAN_MIRROR, else the first apt source of this machine whose suite is bookworm. */
+export function debianMirror() {
+  if (process.env.DEBIAN_MIRROR) return process.env.DEBIAN_MIRROR;
+  const dir = "/etc/apt/sources.list.d";
+  const files = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((name) => name.endsWith(".sources"))
+        .sort()
+    : [];
+  for (const name of files) {
+    // deb822 stanzas: "Field: value" lines (continuations start with white space), blank-line separated.
+    for (const stanza of readFileSync(join(dir, name), "utf8").split(/\n\s*\n/)) {
+      const fields = {};
+      for (const line of stanza.replace(/\n[ \t]+/g, " ").split("\n")) {
+        const match = /^([A-Za-z-]+):\s*(.*)$/.exec(line.trim());
+        if (match) fields[match[1].toLowerCase()] = match[2].split(/\s+/);
+      }
+      if (fields.enabled?.[0] === "no") continue;
+      if (fields.types?.includes("deb") && fields.suites?.includes(SUITE) && fields.uris?.[0]) {
+        return fields.uris[0];
+      }
+    }
+  }
+  if (existsSync("/etc/apt/sources.list")) {
+    for (const line of readFileSync("/etc/apt/sources.list", "utf8").split("\n")) {
+      const words = line
+        .replace(/#.*/, "")
+        .replace(/\[[^\]]*\]/, "")
+        .trim()
+        .split(/\s+/);
+      if (words[0] === "deb" && words[2] === SUITE) return words[1];
+    }
+  }
+  fail(`No Debian ${SUITE} mirror found in the apt configuration; set DEBIAN_MIRROR.`);
+}
+
+/** Builds debian:bookworm-slim from a Debian mirror with debootstrap (no registry needed). */
+function buildBaseImage() {
+  if (process.getuid?.() !== 0 || !onPath("debootstrap")) {
+    fail(`${BASE_IMAGE} is missing, cannot be pulled, and building it needs root and debootstrap.`);
+  }
+  const mirror = debianMirror();
+  const dir = mkdtempSync(join(tmpdir(), "cubicle-rootfs-"));
+  const started = Date.now();
+  console.log(`Building ${BASE_IMAGE} with debootstrap from ${mirror}`);
+  try {
+    runOrExit("debootstrap", ["--variant=minbase", SUITE, dir, mirror]);
+    rmSync(join(dir, "var/cache/apt/archives"), { recursive: true, force: true });
+    rmSync(join(dir, "var/lib/apt/lists"), { recursive: true, force: true });
+    runOrExit("bash", [
+      "-o",
+      "pipefail",
+      "-c",
+      `tar --numeric-owner -C "$1" -c . | docker import --change 'CMD ["bash"]' - "$2"`,
+      "import",
+      dir,
+      BASE_IMAGE,
+    ]);
+  } finally {
+    removeRootfs(dir);
+  }
+  console.log(`Built ${BASE_IMAGE} (${seconds(started)})`);
+}
+
+/** Removes a debootstrap directory, unmounting anything debootstrap may have left mounted inside it. */
+function removeRootfs(dir) {
+  const mounts = readFileSync("/proc/mounts", "utf8")
+    .split("\n")
+    .map((line) => line.split(" ")[1])
+    .filter((point) => point?.startsWith(`${dir}/`))
+    .sort()
+    .reverse();
+  for (const point of mounts) spawnSync("umount", ["-l", point], { stdio: "inherit" });
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Makes sure the base image exists, then builds cubicle-computer:latest (cached layers make it quick). */
+export async function ensureComputerImage() {
+  if (!succeeds("docker", ["image", "inspect", BASE_IMAGE])) {
+    console.log(`Pulling ${BASE_IMAGE}`);
+    if (!succeeds("docker", ["pull", BASE_IMAGE], { timeout: 30_000 })) {
+      console.log(`Cannot pull ${BASE_IMAGE}; building it locally.`);
+      buildBaseImage();
+    }
+  }
+  const started = Date.now();
+  console.log(`Building ${COMPUTER_IMAGE}`);
+  runOrExit("docker", [
+    "build",
+    "--network",
+    "host",
+    "-t",
+    COMPUTER_IMAGE,
+    "--label",
+    `cubicle.image.version=${imageVersion()}`,
+    "computer-image",
+  ]);
+  console.log(`Built ${COMPUTER_IMAGE} (${seconds(started)})`);
+}
+
+/** A content hash of the image sources (Dockerfile and rootfs/), recorded as an image label. */
+function imageVersion() {
+  const result = spawnSync(
+    "sh",
+    ["-c", "find Dockerfile rootfs -type f | LC_ALL=C sort | xargs sha256sum | sha256sum"],
+    { cwd: join(root, "computer-image"), encoding: "utf8" },
+  );
+  return result.status === 0 ? result.stdout.slice(0, 12) : "unknown";
+}
