@@ -21,6 +21,9 @@ export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 /** Which machine: the durable home key, plus the provider's own handle when one exists. */
 export interface MachineRef {
   homeKey: string;
+  /** The computer record and workspace it belongs to; providers label machines with them. */
+  computerId: string;
+  workspaceId: string;
   /** An acceleration path, not durable data: only reused by the same provider kind. */
   providerRef: string | null;
 }

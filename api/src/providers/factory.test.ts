@@ -5,7 +5,7 @@ import type { MachineRef, SandboxProvider } from "./contract.ts";
 import { ProviderError } from "./errors.ts";
 import { buildProvider, chooseProvider } from "./factory.ts";
 
-const ref: MachineRef = { homeKey: "home-1", providerRef: "ref-1" };
+const ref: MachineRef = { homeKey: "home-1", providerRef: "ref-1", computerId: "c-1", workspaceId: "w-1" };
 
 /** Every operation of the contract, called with valid arguments. */
 function everyOperation(provider: SandboxProvider): Record<string, () => Promise<unknown>> {

@@ -22,6 +22,7 @@ import {
   sleep,
   snapshotHome,
   streamOf,
+  testRef,
 } from "./types.ts";
 
 const OUTSIDE = "path is outside this computer's home";
@@ -443,13 +444,11 @@ export function conformanceSuite(name: string, make: MakeProvider): void {
           expect(await p.status(ref)).toBe("missing");
 
           const next = await p.provision(ref);
-          machines.track({ homeKey: ref.homeKey, providerRef: next.providerRef });
+          machines.track(testRef(ref.homeKey, next.providerRef));
           expect(next.fresh).toBe(true);
           expect(next.providerRef).not.toBe(ref.providerRef);
 
-          expect(await p.status({ homeKey: ref.homeKey, providerRef: "no-such-machine-0000" })).toBe(
-            "missing",
-          );
+          expect(await p.status(testRef(ref.homeKey, "no-such-machine-0000"))).toBe("missing");
         },
         CASE_TIMEOUT_MS,
       );

@@ -11,6 +11,7 @@ import {
   readStream,
   snapshotHome,
   streamOf,
+  testRef,
   uniqueHomeKey,
 } from "./types.ts";
 
@@ -55,11 +56,11 @@ export function faultSuite(name: string, make: MakeProvider): void {
         const { provider: p, faults } = current();
         const homeKey = uniqueHomeKey("fault");
         faults.arm("provision");
-        await expectProviderError(p.provision({ homeKey, providerRef: null }), "PROVIDER_FAILURE");
+        await expectProviderError(p.provision(testRef(homeKey, null)), "PROVIDER_FAILURE");
         expect(faults.take("provision"), "the provider consumed the armed fault").toBe(false);
 
-        const next = await p.provision({ homeKey, providerRef: null });
-        const ref = machines.track({ homeKey, providerRef: next.providerRef });
+        const next = await p.provision(testRef(homeKey, null));
+        const ref = machines.track(testRef(homeKey, next.providerRef));
         expect(next.fresh).toBe(true);
         expect(await p.status(ref)).toBe("running");
         const ran = await collectRun(p, ref, { command: "echo up", timeoutMs: 5_000 });
@@ -183,7 +184,7 @@ export function faultSuite(name: string, make: MakeProvider): void {
         const destroyed = await machines.fresh("fault");
         await p.destroy(destroyed);
 
-        const unknown: MachineRef = { homeKey: uniqueHomeKey("fault"), providerRef: "no-such-machine-0000" };
+        const unknown: MachineRef = testRef(uniqueHomeKey("fault"), "no-such-machine-0000");
         for (const ref of [unknown, destroyed]) {
           const which = ref === unknown ? "unknown" : "destroyed";
           const missing = (label: string, attempt: () => Promise<unknown>) =>

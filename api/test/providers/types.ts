@@ -186,10 +186,10 @@ export class Machines {
   /** A new machine for a new home key; asserts it came up fresh. */
   async fresh(prefix = "conf"): Promise<MachineRef> {
     const homeKey = uniqueHomeKey(prefix);
-    const provisioned = await this.provider().provision({ homeKey, providerRef: null });
+    const provisioned = await this.provider().provision(testRef(homeKey, null));
     expect(provisioned.fresh, "provision of a new home key is fresh").toBe(true);
     expect(typeof provisioned.providerRef).toBe("string");
-    return this.track({ homeKey, providerRef: provisioned.providerRef });
+    return this.track(testRef(homeKey, provisioned.providerRef));
   }
 
   track(ref: MachineRef): MachineRef {
@@ -208,4 +208,14 @@ export class Machines {
       }
     }
   }
+}
+
+/** A machine reference as the control plane would make one, for a test-only computer. */
+export function testRef(homeKey: string, providerRef: string | null): MachineRef {
+  return {
+    homeKey,
+    providerRef,
+    computerId: `computer-${homeKey}`,
+    workspaceId: "workspace-provider-suites",
+  };
 }

@@ -30,10 +30,12 @@ afterAll(async () => {
   await rm(homesDir, { recursive: true, force: true });
 });
 
+const OWNER = { computerId: "computer-desktop-test", workspaceId: "workspace-desktop-test" };
+
 async function fresh(): Promise<MachineRef> {
   const homeKey = `desk-${randomBytes(5).toString("hex")}`;
-  const { providerRef } = await provider.provision({ homeKey, providerRef: null });
-  return { homeKey, providerRef };
+  const { providerRef } = await provider.provision({ ...OWNER, homeKey, providerRef: null });
+  return { ...OWNER, homeKey, providerRef };
 }
 
 async function collect(ref: MachineRef, request: CommandRequest) {
@@ -258,8 +260,8 @@ describe("desktop provider", () => {
     }
     try {
       expect(bare.capabilities.graphical).toBe(false);
-      const { providerRef } = await bare.provision({ homeKey: "bare", providerRef: null });
-      const ref = { homeKey: "bare", providerRef };
+      const { providerRef } = await bare.provision({ ...OWNER, homeKey: "bare", providerRef: null });
+      const ref = { ...OWNER, homeKey: "bare", providerRef };
       await expect(bare.observe(ref, 0)).rejects.toMatchObject({ code: "GRAPHICAL_UNAVAILABLE" });
       await expect(bare.openScreen(ref, 0)).rejects.toMatchObject({ code: "GRAPHICAL_UNAVAILABLE" });
       await expect(bare.act(ref, 0, [{ type: "move", x: 1, y: 1 }])).rejects.toMatchObject({
