@@ -1,5 +1,7 @@
 // The whole test suite, as CI runs it: install, lint/format check, type check, then every test
-// (unit, API on PGlite and on a real Postgres that the run starts and removes, end-to-end).
+// (unit, API on PGlite and on a real Postgres that the run starts and removes, the provider
+// suites on every backend including real Docker computers, end-to-end).
+import { ensureComputerImage, ensureDockerEngine } from "./lib/docker-engine.mjs";
 import { ensureInstalled, runOrExit } from "./lib/run.mjs";
 import { ensureSystemPackages } from "./lib/system-packages.mjs";
 
@@ -7,4 +9,6 @@ ensureInstalled();
 ensureSystemPackages();
 runOrExit("npx", ["biome", "check", "."]);
 runOrExit("npm", ["run", "typecheck", "--silent"]);
+await ensureDockerEngine();
+await ensureComputerImage();
 runOrExit("npx", ["vitest", "run", ...process.argv.slice(2)]);

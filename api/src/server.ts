@@ -43,7 +43,7 @@ export async function startApi(
   await migrateToLatest(database.db);
 
   const audit = new AuditLog(database.db);
-  const sandbox = new Sandbox(env, database.db, logger);
+  const sandbox = new Sandbox(env, secrets.supervisorToken, database.db, logger);
   await sandbox.start();
   const deps: AppDeps = {
     env,

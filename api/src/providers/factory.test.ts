@@ -30,7 +30,10 @@ function everyOperation(provider: SandboxProvider): Record<string, () => Promise
 }
 
 describe("the none provider", () => {
-  const provider = buildProvider("none", { env: parseEnv({ SANDBOX_PROVIDER: "none" }) });
+  const provider = buildProvider("none", {
+    env: parseEnv({ SANDBOX_PROVIDER: "none" }),
+    supervisorToken: undefined,
+  });
 
   it.each(Object.entries(everyOperation(provider)))("refuses %s with SANDBOX_DISABLED", async (_, call) => {
     const error = await call().then(
@@ -52,10 +55,13 @@ describe("the none provider", () => {
 });
 
 describe("backends that are not built yet", () => {
-  it.each(["docker", "e2b", "daytona", "box", "e2b-emulator", "daytona-emulator", "box-emulator"] as const)(
+  it.each(["e2b", "daytona", "box", "e2b-emulator", "daytona-emulator", "box-emulator"] as const)(
     "%s refuses provision with NOT_AVAILABLE_YET",
     async (kind) => {
-      const provider = buildProvider(kind, { env: parseEnv({ SANDBOX_PROVIDER: "none" }) });
+      const provider = buildProvider(kind, {
+        env: parseEnv({ SANDBOX_PROVIDER: "none" }),
+        supervisorToken: undefined,
+      });
       expect(provider.kind).toBe(kind);
       await expect(provider.provision(ref)).rejects.toMatchObject({ code: "NOT_AVAILABLE_YET" });
     },

@@ -1,8 +1,10 @@
 import { join } from "node:path";
 import type { ComputerHost } from "@cubicle/db";
+import { createSupervisorClient } from "@cubicle/supervisor/client";
 import type { ApiEnv } from "../config/env.ts";
 import type { ProviderKind, SandboxProvider } from "./contract.ts";
 import { createDesktopProvider } from "./desktop/index.ts";
+import { createDockerProvider } from "./docker/index.ts";
 import { ProviderError } from "./errors.ts";
 import { createFakeProvider } from "./fake/index.ts";
 import { createRefusingProvider } from "./refusing.ts";
@@ -51,10 +53,15 @@ export function chooseProvider(sandbox: ApiEnv["sandbox"], computerHost: Compute
 
 export interface ProviderContext {
   env: ApiEnv;
+  /** Set when SANDBOX_PROVIDER is docker (secrets.ts requires it then). */
+  supervisorToken: string | undefined;
 }
 
 /** Builds one backend. Backends that are not built yet refuse every operation, clearly. */
-export function buildProvider(kind: ProviderKind, { env }: ProviderContext): SandboxProvider {
+export function buildProvider(
+  kind: ProviderKind,
+  { env, supervisorToken }: ProviderContext,
+): SandboxProvider {
   switch (kind) {
     case "none":
       return createRefusingProvider(
@@ -73,6 +80,10 @@ export function buildProvider(kind: ProviderKind, { env }: ProviderContext): San
         allowedRoots: [...env.sandbox.desktopAllowedRoots],
       });
     case "docker":
+      if (!supervisorToken) throw new Error("SANDBOX_SUPERVISOR_TOKEN is required by the docker provider");
+      return createDockerProvider({
+        supervisor: createSupervisorClient({ baseUrl: env.sandbox.supervisorUrl, token: supervisorToken }),
+      });
     case "e2b":
     case "daytona":
     case "box":

@@ -16,6 +16,7 @@ export class Sandbox {
 
   constructor(
     private readonly env: ApiEnv,
+    private readonly supervisorToken: string | undefined,
     private readonly db: Kysely<Database>,
     private readonly logger: Logger,
   ) {}
@@ -49,7 +50,7 @@ export class Sandbox {
   provider(kind: ProviderKind): SandboxProvider {
     let provider = this.built.get(kind);
     if (!provider) {
-      provider = buildProvider(kind, { env: this.env });
+      provider = buildProvider(kind, { env: this.env, supervisorToken: this.supervisorToken });
       this.built.set(kind, provider);
     }
     return provider;

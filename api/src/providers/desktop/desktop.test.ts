@@ -123,18 +123,19 @@ describe("desktop provider", () => {
     });
     expect(made.exit.code, made.stderr).toBe(0);
 
-    const attempts = [
-      provider.readFile(ref, "leak/passwd", { maxBytes: 100_000 }),
-      provider.listFiles(ref, "leak"),
-      provider.writeFile(ref, "leak/x", new Uint8Array([1])),
-      provider.writeFile(ref, "leak/new/dir/x", new Uint8Array([1])),
-      provider.deleteFile(ref, "leak/hostname"),
-      provider.readFile(ref, "name", { maxBytes: 100_000 }),
-      provider.writeFile(ref, "name", new Uint8Array([1])),
-      collect(ref, { command: "pwd", cwd: "leak", timeoutMs: 5_000 }),
+    // Started one at a time, so no refusal waits unobserved while another runs.
+    const attempts: (() => Promise<unknown>)[] = [
+      () => provider.readFile(ref, "leak/passwd", { maxBytes: 100_000 }),
+      () => provider.listFiles(ref, "leak"),
+      () => provider.writeFile(ref, "leak/x", new Uint8Array([1])),
+      () => provider.writeFile(ref, "leak/new/dir/x", new Uint8Array([1])),
+      () => provider.deleteFile(ref, "leak/hostname"),
+      () => provider.readFile(ref, "name", { maxBytes: 100_000 }),
+      () => provider.writeFile(ref, "name", new Uint8Array([1])),
+      () => collect(ref, { command: "pwd", cwd: "leak", timeoutMs: 5_000 }),
     ];
     for (const attempt of attempts) {
-      const error = await refusal(attempt);
+      const error = await refusal(attempt());
       expect(error.code).toBe("PATH_OUTSIDE_HOME");
       expect(error.message).toBe(OUTSIDE);
     }

@@ -48,11 +48,12 @@ listening() {
   grep -qi ":$(printf '%04X' "$1") [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
-# wait_for <what> <command...>: retries the command for up to 10 s.
+# wait_for <what> <command...>: retries the command for up to 30 s (a computer limited to one
+# CPU that is starting Chromium can take well over 10 s to bring a server up).
 wait_for() {
   what=$1
   shift
-  for _ in $(seq 40); do
+  for _ in $(seq 120); do
     "$@" && return 0
     sleep 0.25
   done

@@ -1,0 +1,192 @@
+import type { SupervisorClient } from "@cubicle/supervisor/client";
+import { validateActions } from "../actions.ts";
+import { EXIT_ABORTED, type MachineRef, OUTPUT_TRUNCATED_MARKER, type SandboxProvider } from "../contract.ts";
+import { ProviderError } from "../errors.ts";
+import type { FaultPlan } from "../faults.ts";
+import { homeRelativePath } from "../home-path.ts";
+import { asProviderError, translated } from "./errors.ts";
+
+const MAX_SCREENS = 8;
+
+export interface DockerProviderOptions {
+  supervisor: SupervisorClient;
+  faults?: FaultPlan;
+}
+
+/**
+ * Computers as containers on a Docker host, through that host's supervisor (the only process
+ * with the Docker socket). The container id is the providerRef: a ref that no longer names the
+ * home's container is a missing machine, so callers provision a replacement.
+ */
+export function createDockerProvider({ supervisor, faults }: DockerProviderOptions): SandboxProvider {
+  const computer = (ref: MachineRef) => ({
+    homeKey: ref.homeKey,
+    computerId: ref.computerId,
+    workspaceId: ref.workspaceId,
+  });
+
+  async function current(ref: MachineRef) {
+    const status = await translated(() => supervisor.status(computer(ref)));
+    const matches =
+      status.status !== "missing" && ref.providerRef !== null && status.providerRef === ref.providerRef;
+    return { status, matches };
+  }
+
+  async function requireMachine(ref: MachineRef, options: { running?: boolean } = {}) {
+    const { status, matches } = await current(ref);
+    if (!matches)
+      throw new ProviderError("MACHINE_MISSING", `no machine ${ref.providerRef ?? "(none)"} for this home`);
+    if (options.running && status.status !== "running") {
+      throw new ProviderError("MACHINE_STOPPED", "the computer is stopped; provision it to resume");
+    }
+  }
+
+  function requireScreen(index: number) {
+    if (!Number.isInteger(index) || index < 0 || index >= MAX_SCREENS) {
+      throw new ProviderError("INVALID_SCREEN", `screen ${index} is outside 0…${MAX_SCREENS - 1}`);
+    }
+  }
+
+  return {
+    kind: "docker",
+    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
+
+    async provision(ref) {
+      if (faults?.take("provision"))
+        throw new ProviderError("PROVIDER_FAILURE", "the container did not come up");
+      const { matches } = await current(ref);
+      const created = await translated(() => supervisor.create(computer(ref)));
+      // A different container than the one the caller knew is a new machine to them.
+      return { providerRef: created.providerRef, fresh: created.fresh || !matches };
+    },
+
+    async stop(ref) {
+      await requireMachine(ref);
+      await translated(() => supervisor.stop(computer(ref)));
+    },
+
+    async destroy(ref) {
+      const { matches } = await current(ref);
+      if (matches) await translated(() => supervisor.destroy(computer(ref)));
+    },
+
+    async status(ref) {
+      const { status, matches } = await current(ref);
+      if (!matches) return "missing";
+      return status?.status === "running" ? "running" : "stopped";
+    },
+
+    async openScreen(ref, index) {
+      requireScreen(index);
+      await requireMachine(ref, { running: true });
+      const screen = await translated(() => supervisor.openScreen(computer(ref), index));
+      return { kind: "vnc", host: "127.0.0.1", port: screen.viewPort, password: screen.viewPassword };
+    },
+
+    async *run(ref, request) {
+      if (request.cwd !== undefined) homeRelativePath(request.cwd);
+      await requireMachine(ref, { running: true });
+      const { signal, ...exec } = request;
+      let truncated = false;
+      try {
+        for await (const event of supervisor.exec(computer(ref), exec, signal ? { signal } : {})) {
+          if (event.type === "stdout" && event.data.includes(OUTPUT_TRUNCATED_MARKER)) truncated = true;
+          yield event;
+        }
+      } catch (error) {
+        // Aborting closes the stream; the supervisor kills the command when its client goes away,
+        // so the exit the stream can no longer carry is known: 130.
+        if (signal?.aborted) {
+          yield { type: "exit", code: EXIT_ABORTED, message: "command aborted", truncated };
+          return;
+        }
+        throw asProviderError(error);
+      }
+    },
+
+    async listFiles(ref, path) {
+      const relative = homeRelativePath(path);
+      await requireMachine(ref);
+      return translated(() => supervisor.listFiles(computer(ref), relative));
+    },
+
+    async readFile(ref, path, { maxBytes }) {
+      const relative = homeRelativePath(path);
+      await requireMachine(ref);
+      return translated(() => supervisor.readFile(computer(ref), relative, { maxBytes }));
+    },
+
+    async writeFile(ref, path, data, options) {
+      const relative = homeRelativePath(path);
+      await requireMachine(ref);
+      await translated(() => supervisor.writeFile(computer(ref), relative, data, options));
+    },
+
+    async deleteFile(ref, path) {
+      const relative = homeRelativePath(path);
+      if (relative === "") throw new ProviderError("INVALID_PATH", "the home itself cannot be deleted");
+      await requireMachine(ref);
+      await translated(() => supervisor.deleteFile(computer(ref), relative));
+    },
+
+    async exportHome(ref) {
+      await requireMachine(ref);
+      const tar = await translated(() => supervisor.exportHome(computer(ref)));
+      return faults?.take("export") ? breakAfterFirstChunk(tar) : tar;
+    },
+
+    async importHome(ref, tar) {
+      await requireMachine(ref);
+      const body = faults?.take("import") ? truncateAfterFirstChunk(tar) : tar;
+      await translated(() => supervisor.importHome(computer(ref), body));
+    },
+
+    async observe(ref, screen) {
+      requireScreen(screen);
+      await requireMachine(ref, { running: true });
+      return translated(() => supervisor.observe(computer(ref), screen));
+    },
+
+    async act(ref, screen, actions) {
+      const batch = validateActions(actions);
+      requireScreen(screen);
+      await requireMachine(ref, { running: true });
+      return translated(() => supervisor.act(computer(ref), screen, batch));
+    },
+  };
+}
+
+/** An archive cut short (a checkpoint store that lost its tail): extraction starts, then fails. */
+function truncateAfterFirstChunk(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream({
+    async start(controller) {
+      const { value } = await reader.read();
+      if (value) controller.enqueue(value.subarray(0, Math.max(1, Math.floor(value.length / 2))));
+      await reader.cancel().catch(() => {});
+      controller.close();
+    },
+  });
+}
+
+/** The failure a broken network or a dying peer causes: the archive stops halfway. */
+function breakAfterFirstChunk(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  let sent = false;
+  return new ReadableStream({
+    async pull(controller) {
+      if (sent) {
+        await reader.cancel().catch(() => {});
+        controller.error(new ProviderError("PROVIDER_FAILURE", "the archive stream broke"));
+        return;
+      }
+      const { value, done } = await reader.read();
+      if (done) {
+        controller.error(new ProviderError("PROVIDER_FAILURE", "the archive stream broke"));
+        return;
+      }
+      sent = true;
+      controller.enqueue(value);
+    },
+  });
+}

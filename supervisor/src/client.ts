@@ -1,0 +1,350 @@
+/**
+ * The typed client of the supervisor's HTTP API; the api's docker provider uses it. Failures throw
+ * `SupervisorError` with the HTTP status and the problem's stable `code`.
+ */
+import { parseNdjson } from "./ndjson.ts";
+import type { Problem, ProblemCode } from "./problems.ts";
+import {
+  type ActResult,
+  COMPUTER_ID_HEADER,
+  type CommandEvent,
+  type ComputerRef,
+  type ComputerStatus,
+  type ComputerSummary,
+  type ControlInfo,
+  type CreateResult,
+  type DesktopAction,
+  type ExecRequest,
+  type FileEntry,
+  type Health,
+  type Observation,
+  type ScreenInfo,
+  WORKSPACE_ID_HEADER,
+} from "./wire.ts";
+
+export type * from "./wire.ts";
+export {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  DEFAULT_MAX_READ_BYTES,
+  EXIT_ABORTED,
+  EXIT_TIMED_OUT,
+  MAX_ACTIONS_PER_BATCH,
+  MAX_SCREENS,
+  OUTPUT_TRUNCATED_MARKER,
+} from "./wire.ts";
+export type { Problem, ProblemCode };
+
+export class SupervisorError extends Error {
+  constructor(
+    readonly status: number,
+    /** The problem's stable code (see problems.ts), or `SUPERVISOR_UNREACHABLE` / `BAD_RESPONSE`. */
+    readonly code: ProblemCode | "SUPERVISOR_UNREACHABLE" | "BAD_RESPONSE",
+    message: string,
+    readonly problem?: Problem,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "SupervisorError";
+  }
+}
+
+export interface SupervisorClientOptions {
+  /** e.g. http://127.0.0.1:7091 */
+  baseUrl: string;
+  token: string;
+  fetch?: typeof fetch;
+}
+
+/** A file to write: bytes in memory, or a stream of exactly `size` bytes. */
+export type FileBody = Uint8Array | { stream: ReadableStream<Uint8Array>; size: number };
+
+export interface SupervisorClient {
+  health(): Promise<Health>;
+  list(): Promise<ComputerSummary[]>;
+  create(ref: ComputerRef): Promise<CreateResult>;
+  status(ref: ComputerRef): Promise<ComputerStatus>;
+  stop(ref: ComputerRef): Promise<void>;
+  /** False when there was nothing to remove. */
+  destroy(ref: ComputerRef): Promise<boolean>;
+  reconcile(homeKeys: readonly string[]): Promise<string[]>;
+
+  /** Events in order, ending with one `exit`; aborting `signal` kills the command (exit 130). */
+  exec(
+    ref: ComputerRef,
+    request: ExecRequest,
+    options?: { signal?: AbortSignal },
+  ): AsyncIterable<CommandEvent>;
+
+  listFiles(ref: ComputerRef, path: string): Promise<FileEntry[]>;
+  /** A file's bytes as a stream; FILE_TOO_LARGE (413) before any byte when it exceeds maxBytes. */
+  openFile(
+    ref: ComputerRef,
+    path: string,
+    options: { maxBytes: number },
+  ): Promise<{ size: number; body: ReadableStream<Uint8Array> }>;
+  readFile(ref: ComputerRef, path: string, options: { maxBytes: number }): Promise<Uint8Array>;
+  writeFile(
+    ref: ComputerRef,
+    path: string,
+    data: FileBody,
+    options?: { executable?: boolean },
+  ): Promise<void>;
+  deleteFile(ref: ComputerRef, path: string): Promise<void>;
+
+  exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>>;
+  importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void>;
+
+  openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
+  closeScreen(ref: ComputerRef, index: number): Promise<void>;
+  openControl(ref: ComputerRef, index: number, password: string): Promise<ControlInfo>;
+  closeControl(ref: ComputerRef, index: number): Promise<void>;
+  observe(ref: ComputerRef, index: number): Promise<Observation>;
+  act(ref: ComputerRef, index: number, actions: DesktopAction[]): Promise<ActResult>;
+}
+
+interface Call {
+  method: "GET" | "PUT" | "POST" | "DELETE";
+  path: string;
+  ref?: ComputerRef;
+  query?: Record<string, string | number | boolean | undefined>;
+  json?: unknown;
+  body?: BodyInit;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Statuses that are answers, not failures (e.g. 503 from /health). */
+  accept?: number[];
+}
+
+const computerPath = (ref: ComputerRef, rest = "") => `/computers/${encodeURIComponent(ref.homeKey)}${rest}`;
+
+async function errorOf(response: Response): Promise<SupervisorError> {
+  const text = await response.text().catch(() => "");
+  let problem: Problem | undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (
+      typeof parsed === "object" &&
+      parsed !== null &&
+      "code" in parsed &&
+      typeof parsed.code === "string"
+    ) {
+      problem = parsed as Problem;
+    }
+  } catch {
+    // not problem JSON (a proxy in between, a crash): keep the status
+  }
+  if (problem) {
+    return new SupervisorError(
+      response.status,
+      problem.code as ProblemCode,
+      problem.detail ?? problem.title,
+      problem,
+    );
+  }
+  return new SupervisorError(
+    response.status,
+    "BAD_RESPONSE",
+    `the supervisor answered ${response.status}${text ? `: ${text.slice(0, 200)}` : ""}`,
+  );
+}
+
+function isCommandEvent(value: unknown): value is CommandEvent {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    "type" in value &&
+    (value.type === "stdout" || value.type === "stderr" || value.type === "exit")
+  );
+}
+
+export function createSupervisorClient(options: SupervisorClientOptions): SupervisorClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const fetchImpl = options.fetch ?? fetch;
+
+  async function call(request: Call): Promise<Response> {
+    const url = new URL(baseUrl + request.path);
+    for (const [name, value] of Object.entries(request.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, ...request.headers };
+    if (request.ref) {
+      headers[COMPUTER_ID_HEADER] = request.ref.computerId;
+      headers[WORKSPACE_ID_HEADER] = request.ref.workspaceId;
+    }
+    let body = request.body;
+    if (request.json !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(request.json);
+    }
+    let response: Response;
+    try {
+      response = await fetchImpl(url, {
+        method: request.method,
+        headers,
+        ...(body === undefined ? {} : { body }),
+        ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+        ...(request.signal ? { signal: request.signal } : {}),
+      } as RequestInit);
+    } catch (error) {
+      if (request.signal?.aborted) throw error;
+      throw new SupervisorError(
+        0,
+        "SUPERVISOR_UNREACHABLE",
+        `the supervisor at ${baseUrl} is not reachable`,
+        undefined,
+        {
+          cause: error,
+        },
+      );
+    }
+    if (!response.ok && !request.accept?.includes(response.status)) throw await errorOf(response);
+    return response;
+  }
+
+  const json = async <T>(request: Call): Promise<T> => (await (await call(request)).json()) as T;
+  const empty = async (request: Call): Promise<void> => {
+    await (await call(request)).body?.cancel();
+  };
+  const bodyOf = (response: Response): ReadableStream<Uint8Array> =>
+    response.body ?? new ReadableStream<Uint8Array>({ start: (controller) => controller.close() });
+
+  return {
+    health: () => json<Health>({ method: "GET", path: "/health", accept: [503] }),
+    list: async () =>
+      (await json<{ computers: ComputerSummary[] }>({ method: "GET", path: "/computers" })).computers,
+    create: (ref) =>
+      json<CreateResult>({
+        method: "PUT",
+        path: computerPath(ref),
+        json: { computerId: ref.computerId, workspaceId: ref.workspaceId },
+      }),
+    status: (ref) => json<ComputerStatus>({ method: "GET", path: computerPath(ref), ref }),
+    stop: (ref) => empty({ method: "POST", path: computerPath(ref, "/stop"), ref }),
+    destroy: async (ref) =>
+      (await json<{ removed: boolean }>({ method: "DELETE", path: computerPath(ref), ref })).removed,
+    reconcile: async (homeKeys) =>
+      (await json<{ removed: string[] }>({ method: "POST", path: "/reconcile", json: { homeKeys } })).removed,
+
+    exec(ref, request, execOptions = {}) {
+      return {
+        async *[Symbol.asyncIterator]() {
+          const response = await call({
+            method: "POST",
+            path: computerPath(ref, "/exec"),
+            ref,
+            json: request,
+            ...(execOptions.signal ? { signal: execOptions.signal } : {}),
+          });
+          let exited = false;
+          for await (const event of parseNdjson(bodyOf(response))) {
+            if (!isCommandEvent(event))
+              throw new SupervisorError(502, "BAD_RESPONSE", "an unknown command event");
+            yield event;
+            if (event.type === "exit") {
+              exited = true;
+              break;
+            }
+          }
+          if (!exited) {
+            throw new SupervisorError(
+              502,
+              "BAD_RESPONSE",
+              "the command's event stream ended without an exit",
+            );
+          }
+        },
+      };
+    },
+
+    listFiles: async (ref, path) =>
+      (
+        await json<{ entries: FileEntry[] }>({
+          method: "GET",
+          path: computerPath(ref, "/files"),
+          ref,
+          query: { path, expect: "directory" },
+        })
+      ).entries,
+    async openFile(ref, path, { maxBytes }) {
+      const response = await call({
+        method: "GET",
+        path: computerPath(ref, "/files"),
+        ref,
+        query: { path, maxBytes, expect: "file" },
+      });
+      return { size: Number(response.headers.get("content-length") ?? 0), body: bodyOf(response) };
+    },
+    async readFile(ref, path, { maxBytes }) {
+      const response = await call({
+        method: "GET",
+        path: computerPath(ref, "/files"),
+        ref,
+        query: { path, maxBytes, expect: "file" },
+      });
+      return new Uint8Array(await response.arrayBuffer());
+    },
+    writeFile: (ref, path, data, writeOptions = {}) =>
+      empty({
+        method: "PUT",
+        path: computerPath(ref, "/files"),
+        ref,
+        query: { path, executable: writeOptions.executable === true },
+        ...(data instanceof Uint8Array
+          ? { body: new Uint8Array(data), headers: { "content-type": "application/octet-stream" } }
+          : {
+              body: data.stream,
+              headers: { "content-type": "application/octet-stream", "content-length": String(data.size) },
+            }),
+      }),
+    deleteFile: (ref, path) =>
+      empty({ method: "DELETE", path: computerPath(ref, "/files"), ref, query: { path } }),
+
+    exportHome: async (ref) =>
+      bodyOf(await call({ method: "GET", path: computerPath(ref, "/archive"), ref })),
+    importHome: (ref, tar) =>
+      empty({
+        method: "PUT",
+        path: computerPath(ref, "/archive"),
+        ref,
+        body: tar,
+        headers: { "content-type": "application/x-tar" },
+      }),
+
+    openScreen: (ref, index) =>
+      json<ScreenInfo>({ method: "PUT", path: computerPath(ref, `/screens/${index}`), ref }),
+    closeScreen: (ref, index) =>
+      empty({ method: "DELETE", path: computerPath(ref, `/screens/${index}`), ref }),
+    openControl: (ref, index, password) =>
+      json<ControlInfo>({
+        method: "PUT",
+        path: computerPath(ref, `/screens/${index}/control`),
+        ref,
+        json: { password },
+      }),
+    closeControl: (ref, index) =>
+      empty({ method: "DELETE", path: computerPath(ref, `/screens/${index}/control`), ref }),
+    async observe(ref, index) {
+      const response = await call({
+        method: "GET",
+        path: computerPath(ref, `/screens/${index}/observe`),
+        ref,
+      });
+      const number = (name: string) => Number(response.headers.get(name) ?? 0);
+      const title = response.headers.get("x-active-window");
+      return {
+        png: new Uint8Array(await response.arrayBuffer()),
+        width: number("x-width"),
+        height: number("x-height"),
+        cursor: { x: number("x-cursor-x"), y: number("x-cursor-y") },
+        activeWindow: title === null ? null : decodeURIComponent(title),
+      };
+    },
+    act: (ref, index, actions) =>
+      json<ActResult>({
+        method: "POST",
+        path: computerPath(ref, `/screens/${index}/act`),
+        ref,
+        json: { actions },
+      }),
+  };
+}

@@ -1,0 +1,346 @@
+import { randomUUID } from "node:crypto";
+import { posix } from "node:path";
+import { Readable, Transform } from "node:stream";
+import type Docker from "dockerode";
+import { type Header, type Pack, extract as tarExtract, pack as tarPack } from "tar-stream";
+import { COMPUTER_GID, COMPUTER_UID } from "../../homes.ts";
+import { CONTAINER_HOME } from "../../paths.ts";
+import { SupervisorProblem, tooLarge } from "../../problems.ts";
+import { nodeStreamFrom, webStreamFrom } from "../streams.ts";
+import { dockerFailure } from "./errors.ts";
+import { checkedExec } from "./exec.ts";
+import { commitWrite, discardUpload, prepareWrite } from "./files.ts";
+
+/**
+ * Everything that moves file contents goes through Docker's archive API as tar streams: bytes flow
+ * through here a chunk at a time and are never held whole.
+ */
+
+async function getArchive(container: Docker.Container, path: string): Promise<Readable> {
+  try {
+    return (await container.getArchive({ path })) as Readable;
+  } catch (error) {
+    throw dockerFailure(`reading ${path} from the computer failed`, error);
+  }
+}
+
+/**
+ * A file's bytes. The size is checked against the tar header before anything is returned, so an
+ * oversized file fails whole (413) and a caller never sees part of one.
+ */
+export async function readFile(
+  container: Docker.Container,
+  real: string,
+  maxBytes: number,
+): Promise<{ size: number; body: ReadableStream<Uint8Array> }> {
+  const archive = await getArchive(container, real);
+  const extract = tarExtract();
+  archive.on("error", (error) => extract.destroy(error));
+  archive.pipe(extract);
+  const entries = extract[Symbol.asyncIterator]();
+  const close = () => {
+    archive.destroy();
+    extract.destroy();
+  };
+  const first = await entries.next().catch((error: unknown) => {
+    close();
+    throw dockerFailure("reading the file's archive failed", error);
+  });
+  if (first.done) {
+    close();
+    throw new SupervisorProblem("FILE_NOT_FOUND", "no such file or folder");
+  }
+  const entry = first.value;
+  if (entry.header.type !== "file") {
+    close();
+    throw new SupervisorProblem("NOT_A_FILE", "not a file");
+  }
+  if (entry.header.size > maxBytes) {
+    close();
+    throw tooLarge(maxBytes);
+  }
+  async function* bytes() {
+    try {
+      for await (const chunk of entry) yield chunk;
+    } finally {
+      close();
+    }
+  }
+  return { size: entry.header.size, body: webStreamFrom(bytes()) };
+}
+
+/**
+ * Writes `size` bytes: uploaded under a temporary name next to the target, then renamed over it,
+ * so the file is never seen half-written and a broken upload leaves the old one in place.
+ */
+export async function writeFile(
+  container: Docker.Container,
+  path: string,
+  body: ReadableStream<Uint8Array>,
+  options: { size: number; executable: boolean },
+): Promise<void> {
+  const { parent, name } = await prepareWrite(container, path);
+  const upload = `.cubicle-upload-${randomUUID()}`;
+  const pack = tarPack();
+  const header: Header = {
+    name: upload,
+    type: "file",
+    size: options.size,
+    mode: options.executable ? 0o755 : 0o644,
+    uid: COMPUTER_UID,
+    gid: COMPUTER_GID,
+    mtime: new Date(),
+  } as Header;
+  const source = nodeStreamFrom(body);
+  // a body shorter or longer than announced fails the entry ("Size mismatch"): nothing is committed
+  const feed = copyEntry(pack, header, source).then(
+    () => pack.finalize(),
+    (error: unknown) => {
+      source.destroy();
+      pack.destroy(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    },
+  );
+  try {
+    await Promise.all([
+      container.putArchive(Readable.from(pack), { path: parent }).catch((error: unknown) => {
+        pack.destroy();
+        throw dockerFailure("writing the file into the computer failed", error);
+      }),
+      feed,
+    ]);
+  } catch (error) {
+    await discardUpload(container, posix.join(parent, upload));
+    const shortBody = await feed.then(
+      () => false,
+      () => true,
+    );
+    if (shortBody) {
+      throw new SupervisorProblem("INVALID_REQUEST", "the upload's body did not match its announced length", {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  await commitWrite(container, posix.join(parent, upload), posix.join(parent, name));
+}
+
+/** Top-level folders the supervisor uses while importing; never part of an export. */
+const STAGING = /^\.cubicle-(import|old)-/;
+
+/**
+ * The home as a tar stream with `./`-relative names, rewritten from Docker's (which are rooted at
+ * the folder's own name) one entry at a time.
+ */
+export async function exportHome(container: Docker.Container): Promise<ReadableStream<Uint8Array>> {
+  const archive = await getArchive(container, CONTAINER_HOME);
+  const prefix = posix.basename(CONTAINER_HOME);
+  const extract = tarExtract();
+  const pack = tarPack();
+  archive.on("error", (error) => extract.destroy(error));
+  archive.pipe(extract);
+  void (async () => {
+    try {
+      for await (const entry of extract) {
+        const header = entry.header;
+        const rest =
+          header.name === prefix || header.name === `${prefix}/` ? "" : header.name.slice(prefix.length + 1);
+        if (rest !== "" && STAGING.test(rest.split("/")[0] ?? "")) {
+          entry.resume();
+          continue;
+        }
+        // pax records are dropped: they would repeat the old name, which wins over the new one
+        await copyEntry(pack, { ...header, name: rest === "" ? "./" : `./${rest}`, pax: null }, entry);
+      }
+      pack.finalize();
+    } catch (error) {
+      pack.destroy(error instanceof Error ? error : new Error(String(error)));
+      archive.destroy();
+    }
+  })();
+  return webStreamFrom(pack);
+}
+
+/** Copies one entry's header and body into `pack`, honouring the pack's back-pressure. */
+async function copyEntry(pack: Pack, header: Header, body: AsyncIterable<unknown>): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const sink = pack.entry(header, (error) => (error ? reject(error) : resolve()));
+    if (header.type !== "file" && header.type !== "contiguous-file") return;
+    void (async () => {
+      try {
+        for await (const chunk of body) {
+          if (!sink.write(chunk)) await new Promise<void>((done) => sink.once("drain", () => done()));
+        }
+        sink.end(null);
+      } catch (error) {
+        sink.destroy(error instanceof Error ? error : new Error(String(error)));
+      }
+    })();
+  });
+}
+
+const climbsOut = (path: string) => {
+  const normalised = posix.normalize(path);
+  return normalised === ".." || normalised.startsWith("../");
+};
+
+const invalidArchive = (why: string) =>
+  new SupervisorProblem("INVALID_ARCHIVE", `the home archive was refused: ${why}`);
+
+/** A tar member's name relative to the home, or null for the root itself; refused when it climbs out. */
+export function archiveMemberName(name: string): string | null {
+  if (name.includes("\0")) throw invalidArchive("a name contains NUL");
+  const normalised = posix.normalize(name.replace(/^\/+/, ""));
+  if (climbsOut(normalised)) throw invalidArchive(`"${name}" leaves the home`);
+  const clean = normalised.replace(/^\.\/+/, "").replace(/\/+$/, "");
+  return clean === "" || clean === "." ? null : clean;
+}
+
+const TAR_BLOCK = 512;
+
+/**
+ * Passes an archive through and fails it at its end unless it is whole: a tar is made of 512-byte
+ * blocks and ends with two zero blocks. A cut-off archive would otherwise extract as a partial
+ * home and replace the real one.
+ */
+function requireCompleteArchive(): Transform {
+  let length = 0;
+  let tail = Buffer.alloc(0);
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      length += chunk.length;
+      tail = Buffer.concat([tail, chunk]).subarray(-2 * TAR_BLOCK);
+      done(null, chunk);
+    },
+    flush(done) {
+      const whole =
+        length > 0 && length % TAR_BLOCK === 0 && tail.length === 2 * TAR_BLOCK && tail.every((b) => b === 0);
+      done(whole ? null : invalidArchive("the archive is truncated (no end-of-archive marker)"));
+    },
+  });
+}
+
+/**
+ * The caller's tar rewritten for extraction as root: every member owned by the computer's user,
+ * no setuid/setgid bits, no device nodes; relative symlinks that climb out of the home are dropped
+ * (Docker would refuse the whole archive for them, and they lead nowhere the computer may go).
+ */
+function sanitise(input: Readable): Readable {
+  const extract = tarExtract();
+  const pack = tarPack();
+  const complete = requireCompleteArchive();
+  input.on("error", (error) => extract.destroy(error));
+  complete.on("error", (error) => extract.destroy(error));
+  input.pipe(complete).pipe(extract);
+  void (async () => {
+    try {
+      for await (const entry of extract) {
+        const header = entry.header;
+        const name = archiveMemberName(header.name);
+        const keep =
+          name !== null &&
+          (header.type === "file" ||
+            header.type === "contiguous-file" ||
+            header.type === "directory" ||
+            header.type === "symlink" ||
+            header.type === "link");
+        let linkname: string | null = header.linkname ?? null;
+        if (keep && header.type === "link") linkname = archiveMemberName(linkname ?? "");
+        const escapes =
+          header.type === "symlink" &&
+          !posix.isAbsolute(linkname ?? "") &&
+          climbsOut(posix.join(posix.dirname(name ?? ""), linkname ?? ""));
+        if (!keep || name === null || escapes || (header.type === "link" && !linkname)) {
+          entry.resume();
+          continue;
+        }
+        await copyEntry(
+          pack,
+          {
+            ...header,
+            name,
+            type: header.type === "contiguous-file" ? "file" : header.type,
+            mode: (header.mode ?? (header.type === "directory" ? 0o755 : 0o644)) & 0o777,
+            size: header.type === "file" || header.type === "contiguous-file" ? header.size : 0,
+            mtime: header.mtime ?? new Date(),
+            uid: COMPUTER_UID,
+            gid: COMPUTER_GID,
+            linkname,
+            pax: null,
+          } as Header,
+          entry,
+        );
+      }
+      pack.finalize();
+    } catch (error) {
+      pack.destroy(error instanceof Error ? error : new Error(String(error)));
+    }
+  })();
+  return Readable.from(pack);
+}
+
+/**
+ * Swaps the staged contents in: the current contents move aside, the new ones move in, the old
+ * ones are removed. If moving in fails, everything is put back as it was.
+ */
+const SWAP_SCRIPT = `set -u
+cd ${CONTAINER_HOME} || exit 1
+stage=$1 old=$2
+mkdir -- "$old" || exit 1
+if ! find . -mindepth 1 -maxdepth 1 ! -name "$stage" ! -name "$old" -exec mv -t "$old" -- {} +; then
+  find "$old" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +
+  rmdir -- "$old"; exit 1
+fi
+if ! find "$stage" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +; then
+  find . -mindepth 1 -maxdepth 1 ! -name "$stage" ! -name "$old" -exec rm -rf -- {} +
+  find "$old" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +
+  rmdir -- "$old"; exit 1
+fi
+rmdir -- "$stage"
+rm -rf -- "$old"`;
+
+/**
+ * Replaces the home's contents with the tar's. Extracted first into a staging folder inside the
+ * home (same filesystem, so the swap is renames only); a broken or refused archive leaves the home
+ * as it was.
+ */
+export async function importHome(
+  container: Docker.Container,
+  tarStream: ReadableStream<Uint8Array>,
+): Promise<void> {
+  const id = randomUUID();
+  const stage = `.cubicle-import-${id}`;
+  const old = `.cubicle-old-${id}`;
+  const stagePath = `${CONTAINER_HOME}/${stage}`;
+  await checkedExec(container, "preparing the home import", ["mkdir", "--", stagePath]);
+  let refused: unknown = null;
+  const sanitised = sanitise(nodeStreamFrom(tarStream));
+  sanitised.on("error", (error) => {
+    refused = error;
+  });
+  try {
+    await container.putArchive(sanitised, { path: stagePath });
+    if (refused) throw refused;
+  } catch (error) {
+    await checkedExec(container, "cleaning up a failed import", ["rm", "-rf", "--", stagePath]).catch(
+      () => undefined,
+    );
+    const cause = refused ?? error;
+    if (cause instanceof SupervisorProblem) throw cause;
+    if (refused) throw invalidArchive(refused instanceof Error ? refused.message : String(refused));
+    throw dockerFailure("extracting the home archive failed", error);
+  }
+  await checkedExec(
+    container,
+    "swapping in the imported home",
+    ["sh", "-c", SWAP_SCRIPT, "cubicle-import", stage, old],
+    {
+      timeoutMs: 300_000,
+    },
+  ).catch(async (error: unknown) => {
+    await checkedExec(container, "cleaning up a failed import", ["rm", "-rf", "--", stagePath]).catch(
+      () => undefined,
+    );
+    throw error;
+  });
+}

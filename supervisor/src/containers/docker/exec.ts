@@ -1,0 +1,142 @@
+import type { Duplex } from "node:stream";
+import type Docker from "dockerode";
+import { SupervisorProblem } from "../../problems.ts";
+import { FrameDemuxer } from "./demux.ts";
+import { dockerFailure, dockerStatus } from "./errors.ts";
+
+/** Every exec runs as the computer's user, never as root. */
+export const COMPUTER_USER = "1000:1000";
+
+export interface StartedExec {
+  exec: Docker.Exec;
+  /** Docker's multiplexed stdout/stderr stream; see FrameDemuxer. */
+  stream: Duplex;
+}
+
+export async function startExec(
+  container: Docker.Container,
+  cmd: string[],
+  options: { env?: string[]; workingDir?: string } = {},
+): Promise<StartedExec> {
+  try {
+    const exec = await container.exec({
+      Cmd: cmd,
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: false,
+      Tty: false,
+      User: COMPUTER_USER,
+      ...(options.env ? { Env: options.env } : {}),
+      ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
+    });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    return { exec, stream };
+  } catch (error) {
+    // 409: the container stopped between the check and the exec
+    if (dockerStatus(error) === 409) {
+      throw new SupervisorProblem("COMPUTER_STOPPED", "the computer is not running", { cause: error });
+    }
+    throw dockerFailure("starting a process in the computer failed", error);
+  }
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The exit code once Docker has it. The output stream can close a moment before Docker records the
+ * exit, so this looks again for a short while; null when it never does.
+ */
+export async function exitCodeOf(exec: Docker.Exec, waitMs = 3_000): Promise<number | null> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const info = await exec.inspect().catch(() => null);
+    if (info && !info.Running && info.ExitCode !== null) return info.ExitCode;
+    if (Date.now() > deadline) return null;
+    await pause(50);
+  }
+}
+
+export interface Collected {
+  code: number | null;
+  stdout: Buffer;
+  /** The last few KiB of stderr, for error messages. */
+  stderr: string;
+}
+
+const STDERR_TAIL = 4_096;
+
+/**
+ * Runs a helper to completion and collects its output: stdout up to `maxStdoutBytes` (more fails
+ * the call rather than growing memory), stderr's tail. `timeoutMs` is enforced inside the computer
+ * (`timeout -s KILL`) and here, in case the engine itself stalls.
+ */
+export async function collectExec(
+  container: Docker.Container,
+  cmd: string[],
+  options: { env?: string[]; timeoutMs?: number; maxStdoutBytes?: number } = {},
+): Promise<Collected> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const maxStdout = options.maxStdoutBytes ?? 1024 * 1024;
+  const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+  const { exec, stream } = await startExec(container, ["timeout", "-s", "KILL", String(seconds), ...cmd], {
+    ...(options.env ? { env: options.env } : {}),
+  });
+  const demux = new FrameDemuxer();
+  const stdout: Buffer[] = [];
+  let stdoutBytes = 0;
+  let stderr = "";
+  let failure: SupervisorProblem | null = null;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      failure = new SupervisorProblem(
+        "COMPUTER_FAILURE",
+        `a helper inside the computer did not finish in ${seconds} s`,
+      );
+      stream.destroy();
+    }, timeoutMs + 5_000);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    stream.on("data", (chunk: Buffer) => {
+      for (const piece of demux.push(chunk)) {
+        if (piece.stream === "stderr") {
+          stderr = (stderr + piece.data.toString("utf8")).slice(-STDERR_TAIL);
+          continue;
+        }
+        stdoutBytes += piece.data.length;
+        if (stdoutBytes > maxStdout) {
+          failure ??= new SupervisorProblem(
+            "COMPUTER_FAILURE",
+            `a helper inside the computer wrote more than ${maxStdout} bytes`,
+          );
+          stream.destroy();
+          return;
+        }
+        stdout.push(Buffer.from(piece.data));
+      }
+    });
+    stream.once("end", done);
+    stream.once("close", done);
+    stream.once("error", done);
+  });
+  if (failure) throw failure;
+  return { code: await exitCodeOf(exec), stdout: Buffer.concat(stdout), stderr: stderr.trim() };
+}
+
+/** Runs a helper that must succeed (exit 0); its stdout as text. */
+export async function checkedExec(
+  container: Docker.Container,
+  what: string,
+  cmd: string[],
+  options: { env?: string[]; timeoutMs?: number; maxStdoutBytes?: number } = {},
+): Promise<string> {
+  const result = await collectExec(container, cmd, options);
+  if (result.code !== 0) {
+    throw new SupervisorProblem(
+      "COMPUTER_FAILURE",
+      `${what} failed (exit ${result.code ?? "unknown"})${result.stderr ? `: ${result.stderr}` : ""}`,
+    );
+  }
+  return result.stdout.toString("utf8");
+}

@@ -1,0 +1,370 @@
+import Docker from "dockerode";
+import type { SupervisorConfig } from "../../config.ts";
+import { ensureHome } from "../../homes.ts";
+import { computerNotFound, SupervisorProblem } from "../../problems.ts";
+import type {
+  ActResult,
+  CommandEvent,
+  ComputerStatus,
+  ComputerSummary,
+  ControlInfo,
+  CreateResult,
+  DesktopAction,
+  ExecRequest,
+  Health,
+  Observation,
+  ScreenInfo,
+} from "../../wire.ts";
+import { MAX_SCREENS } from "../../wire.ts";
+import { KeyedLock } from "../keyed-lock.ts";
+import type { ComputerRef, ContainerManager, OpenedPath } from "../manager.ts";
+import * as archive from "./archive.ts";
+import { startCommand } from "./command.ts";
+import {
+  belongsTo,
+  findComputer,
+  inspectByHomeKey,
+  isManaged,
+  isRunning,
+  runningComputer,
+  waitUntilReady,
+} from "./computers.ts";
+import { dockerFailure, dockerStatus } from "./errors.ts";
+import { deletePath, resolveCwd, resolveForRead } from "./files.ts";
+import { ensureHostFirewall, hostFirewallActive } from "./host-firewall.ts";
+import { bridgeOf, ensureNetwork } from "./network.ts";
+import * as screens from "./screens.ts";
+import { containerName, containerSpec, hostPorts, LABEL } from "./spec.ts";
+
+function assertScreen(index: number): void {
+  if (!Number.isInteger(index) || index < 0 || index >= MAX_SCREENS) {
+    throw new SupervisorProblem(
+      "SCREEN_OUT_OF_RANGE",
+      `a Docker computer has ${MAX_SCREENS} screens (0-${MAX_SCREENS - 1}); screen ${index} is not available`,
+    );
+  }
+}
+
+/** Computers as Docker containers on this engine (DESIGN §5). */
+export class DockerContainerManager implements ContainerManager {
+  private readonly locks = new KeyedLock();
+
+  constructor(
+    private readonly config: SupervisorConfig,
+    private readonly docker: Docker = new Docker(),
+  ) {}
+
+  /** The network and the host firewall rule; also done lazily by `create` when the engine was down. */
+  async prepare(): Promise<void> {
+    await ensureNetwork(this.docker, this.config.network);
+    if (this.config.hostFirewall === "auto") {
+      const bridge = await bridgeOf(this.docker, this.config.network);
+      if (bridge) ensureHostFirewall(bridge);
+    }
+  }
+
+  private async imageId(): Promise<string | null> {
+    try {
+      return (await this.docker.getImage(this.config.image).inspect()).Id;
+    } catch (error) {
+      if (dockerStatus(error) === 404) return null;
+      throw dockerFailure(`inspecting image ${this.config.image} failed`, error);
+    }
+  }
+
+  async health(): Promise<Health> {
+    const image = { ref: this.config.image, id: null as string | null };
+    try {
+      await this.docker.ping();
+      image.id = await this.imageId();
+    } catch {
+      return { ok: false, docker: "unreachable", image, hostFirewall: "off" };
+    }
+    const bridge = await bridgeOf(this.docker, this.config.network);
+    return {
+      ok: image.id !== null,
+      docker: "ok",
+      image,
+      hostFirewall: bridge && hostFirewallActive(bridge) ? "on" : "off",
+    };
+  }
+
+  create(ref: ComputerRef): Promise<CreateResult> {
+    return this.locks.run(ref.homeKey, async () => {
+      const imageId = await this.imageId();
+      if (!imageId) {
+        throw new SupervisorProblem(
+          "IMAGE_MISSING",
+          `the computer image ${this.config.image} is not on this Docker engine; build it first`,
+        );
+      }
+      const home = await ensureHome(this.config.homesDir, ref.homeKey);
+      let found = await inspectByHomeKey(this.docker, ref.homeKey);
+      if (found && !isManaged(found.info)) {
+        throw new SupervisorProblem(
+          "NAME_CONFLICT",
+          `a container named ${containerName(ref.homeKey)} exists that the supervisor did not make`,
+        );
+      }
+      const spec = containerSpec(this.config, ref, imageId, home.path);
+      // made for another computer record, from an older image or with other settings: replace it
+      // (the home stays)
+      if (
+        found &&
+        (!belongsTo(found.info, ref) || found.info.Config.Labels?.[LABEL.spec] !== spec.Labels[LABEL.spec])
+      ) {
+        await this.remove(found.container);
+        found = null;
+      }
+      if (found) {
+        try {
+          await this.resume(found.container, found.info);
+          await waitUntilReady(found.container);
+          return { providerRef: found.info.Id, fresh: false, homeCreated: home.created, state: "running" };
+        } catch (error) {
+          // a container that no longer boots is replaced; its home is all that matters
+          if (!(error instanceof SupervisorProblem && error.code === "COMPUTER_FAILURE")) throw error;
+          await this.remove(found.container);
+        }
+      }
+      await this.prepare();
+      const container = await this.boot(spec, ref).catch(async (error: unknown) => {
+        // one more try: a first boot can miss the image's start-up deadlines on a busy host
+        if (!(error instanceof SupervisorProblem && error.code === "COMPUTER_FAILURE")) throw error;
+        return this.boot(spec, ref);
+      });
+      return { providerRef: container.id, fresh: true, homeCreated: home.created, state: "running" };
+    });
+  }
+
+  /** Makes and starts a new container and waits for it to boot; one that fails is removed. */
+  private async boot(spec: Docker.ContainerCreateOptions, ref: ComputerRef): Promise<Docker.Container> {
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer(spec);
+    } catch (error) {
+      throw dockerFailure(`creating computer ${ref.homeKey} failed`, error);
+    }
+    try {
+      await container.start();
+      await waitUntilReady(container);
+      return container;
+    } catch (error) {
+      await this.remove(container).catch(() => undefined);
+      throw dockerFailure(`starting computer ${ref.homeKey} failed`, error);
+    }
+  }
+
+  private async resume(container: Docker.Container, info: Docker.ContainerInspectInfo): Promise<void> {
+    try {
+      if (info.State.Paused) await container.unpause();
+      else if (!info.State.Running) await container.start();
+    } catch (error) {
+      // 304: it was already running
+      if (dockerStatus(error) !== 304) throw dockerFailure("resuming the computer failed", error);
+    }
+  }
+
+  private async remove(container: Docker.Container): Promise<boolean> {
+    try {
+      await container.remove({ force: true, v: true });
+      return true;
+    } catch (error) {
+      if (dockerStatus(error) === 404) return false;
+      // 409: removal already in progress
+      if (dockerStatus(error) === 409) return true;
+      throw dockerFailure("removing the computer failed", error);
+    }
+  }
+
+  async status(ref: ComputerRef): Promise<ComputerStatus> {
+    const found = await inspectByHomeKey(this.docker, ref.homeKey);
+    if (!found) return { homeKey: ref.homeKey, status: "missing", providerRef: null, screens: [], ports: {} };
+    if (!belongsTo(found.info, ref)) throw computerNotFound(ref.homeKey);
+    if (!isRunning(found.info)) {
+      return { homeKey: ref.homeKey, status: "stopped", providerRef: found.info.Id, screens: [], ports: {} };
+    }
+    const ports = hostPorts(found.info);
+    const running = await screens
+      .screensOf(found.container, (port) => ports[String(port)] ?? null)
+      .catch((error: unknown) => {
+        // it stopped while we looked
+        if (error instanceof SupervisorProblem && error.code === "COMPUTER_STOPPED") return null;
+        throw error;
+      });
+    if (running === null) {
+      return { homeKey: ref.homeKey, status: "stopped", providerRef: found.info.Id, screens: [], ports: {} };
+    }
+    return { homeKey: ref.homeKey, status: "running", providerRef: found.info.Id, screens: running, ports };
+  }
+
+  async list(): Promise<ComputerSummary[]> {
+    let containers: Docker.ContainerInfo[];
+    let imageId: string | null;
+    try {
+      containers = await this.docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL.managed}=true`] },
+      });
+      imageId = await this.imageId();
+    } catch (error) {
+      throw dockerFailure("listing computers failed", error);
+    }
+    return containers
+      .map((c) => ({
+        name: (c.Names[0] ?? "").replace(/^\//, ""),
+        homeKey: c.Labels[LABEL.homeKey] ?? "",
+        computerId: c.Labels[LABEL.computerId] ?? "",
+        workspaceId: c.Labels[LABEL.workspaceId] ?? "",
+        providerRef: c.Id,
+        status: c.State === "running" ? ("running" as const) : ("stopped" as const),
+        imageCurrent: imageId !== null && c.Labels[LABEL.image] === imageId,
+      }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  stop(ref: ComputerRef): Promise<void> {
+    return this.locks.run(ref.homeKey, async () => {
+      const { container, info } = await findComputer(this.docker, ref);
+      if (!info.State.Running && !info.State.Paused) return;
+      try {
+        await container.stop({ t: 10 });
+      } catch (error) {
+        // 304: already stopped
+        if (dockerStatus(error) !== 304)
+          throw dockerFailure(`stopping computer ${ref.homeKey} failed`, error);
+      }
+    });
+  }
+
+  destroy(ref: ComputerRef): Promise<boolean> {
+    return this.locks.run(ref.homeKey, async () => {
+      const found = await inspectByHomeKey(this.docker, ref.homeKey);
+      if (!found) return false;
+      // never remove another computer's container
+      if (!belongsTo(found.info, ref)) throw computerNotFound(ref.homeKey);
+      return this.remove(found.container);
+    });
+  }
+
+  async reconcile(keep: ReadonlySet<string>): Promise<string[]> {
+    const removed: string[] = [];
+    for (const computer of await this.list()) {
+      if (keep.has(computer.homeKey)) continue;
+      const gone = await this.locks.run(computer.homeKey, () =>
+        this.remove(this.docker.getContainer(computer.providerRef)),
+      );
+      if (gone) removed.push(computer.name);
+    }
+    return removed;
+  }
+
+  async exec(
+    ref: ComputerRef,
+    request: ExecRequest,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<CommandEvent>> {
+    const { container } = await runningComputer(this.docker, ref);
+    const cwd = await resolveCwd(container, request.cwd);
+    return startCommand({ container, cwd, request, signal });
+  }
+
+  async openPath(
+    ref: ComputerRef,
+    path: string,
+    options: { maxBytes: number; expect?: "file" | "directory" },
+  ): Promise<OpenedPath> {
+    const { container } = await runningComputer(this.docker, ref);
+    const resolved = await resolveForRead(container, path, options.expect);
+    if (resolved.kind === "directory") return resolved;
+    const file = await archive.readFile(container, resolved.real, options.maxBytes);
+    return { kind: "file", ...file };
+  }
+
+  async writeFile(
+    ref: ComputerRef,
+    path: string,
+    body: ReadableStream<Uint8Array>,
+    options: { size: number; executable: boolean },
+  ): Promise<void> {
+    const { container } = await runningComputer(this.docker, ref);
+    await archive.writeFile(container, path, body, options);
+  }
+
+  async deleteFile(ref: ComputerRef, path: string): Promise<void> {
+    const { container } = await runningComputer(this.docker, ref);
+    await deletePath(container, path);
+  }
+
+  async exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>> {
+    // the archive API reads a stopped container's files too
+    const { container } = await findComputer(this.docker, ref);
+    return archive.exportHome(container);
+  }
+
+  async importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void> {
+    const { container } = await runningComputer(this.docker, ref);
+    await archive.importHome(container, tar);
+  }
+
+  private async screenComputer(ref: ComputerRef, index: number) {
+    assertScreen(index);
+    const found = await runningComputer(this.docker, ref);
+    const ports = hostPorts(found.info);
+    const hostPort = (port: number) => {
+      const published = ports[String(port)];
+      if (published === undefined) {
+        throw new SupervisorProblem(
+          "DOCKER_FAILURE",
+          `container port ${port} of ${ref.homeKey} is not published`,
+        );
+      }
+      return published;
+    };
+    return { container: found.container, hostPort };
+  }
+
+  async openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo> {
+    const { container, hostPort } = await this.screenComputer(ref, index);
+    const viewPassword = await screens.ensureScreen(container, index);
+    return {
+      index,
+      display: screens.displayOf(index),
+      viewPort: hostPort(screens.viewPortOf(index)),
+      viewPassword,
+    };
+  }
+
+  async closeScreen(ref: ComputerRef, index: number): Promise<void> {
+    const { container } = await this.screenComputer(ref, index);
+    if (index === 0) {
+      throw new SupervisorProblem(
+        "SCREEN_PERMANENT",
+        "screen 0 runs as long as the computer; stop the computer instead",
+      );
+    }
+    await screens.stopScreen(container, index);
+  }
+
+  async openControl(ref: ComputerRef, index: number, password: string): Promise<ControlInfo> {
+    const { container, hostPort } = await this.screenComputer(ref, index);
+    await screens.ensureScreen(container, index);
+    await screens.openControl(container, index, password);
+    return { index, controlPort: hostPort(screens.controlPortOf(index)) };
+  }
+
+  async closeControl(ref: ComputerRef, index: number): Promise<void> {
+    const { container } = await this.screenComputer(ref, index);
+    await screens.closeControl(container, index);
+  }
+
+  async observe(ref: ComputerRef, index: number): Promise<Observation> {
+    const { container } = await this.screenComputer(ref, index);
+    return screens.observe(container, index);
+  }
+
+  async act(ref: ComputerRef, index: number, actions: DesktopAction[]): Promise<ActResult> {
+    const { container } = await this.screenComputer(ref, index);
+    return screens.act(container, index, actions);
+  }
+}

@@ -1,0 +1,82 @@
+import type {
+  ActResult,
+  CommandEvent,
+  ComputerRef,
+  ComputerStatus,
+  ComputerSummary,
+  ControlInfo,
+  CreateResult,
+  DesktopAction,
+  ExecRequest,
+  FileEntry,
+  Health,
+  Observation,
+  ScreenInfo,
+} from "../wire.ts";
+
+export type { ComputerRef };
+
+/** What `GET …/files` found: a folder's entries or a file's bytes (never a partial file). */
+export type OpenedPath =
+  | { kind: "directory"; entries: FileEntry[] }
+  | { kind: "file"; size: number; body: ReadableStream<Uint8Array> };
+
+/**
+ * Where computers run, behind the routes. Every method reads what exists back from the backend
+ * (labels, processes, files inside the computer), never from memory, so a restarted supervisor
+ * serves the same computers. Docker is one implementation; a Kubernetes one can sit beside it.
+ *
+ * Failures are `SupervisorProblem`s with stable codes. Methods that stream check everything they
+ * can (the computer, paths, sizes) before the stream starts, so a problem is still a proper status.
+ */
+export interface ContainerManager {
+  health(): Promise<Health>;
+
+  /** Create the computer, or resume it; recreated (home kept) when made from another image. */
+  create(ref: ComputerRef): Promise<CreateResult>;
+  /** `missing` when no computer has the home key; COMPUTER_NOT_FOUND when it belongs to another id. */
+  status(ref: ComputerRef): Promise<ComputerStatus>;
+  list(): Promise<ComputerSummary[]>;
+  /** Idempotent. */
+  stop(ref: ComputerRef): Promise<void>;
+  /** Removes the computer; its home stays. False when there was nothing to remove. */
+  destroy(ref: ComputerRef): Promise<boolean>;
+  /** Removes managed computers whose home key is not in `keep`; returns their names. */
+  reconcile(keep: ReadonlySet<string>): Promise<string[]>;
+
+  /**
+   * Runs a shell command; the events end with exactly one `exit`. Timeout and `signal` kill the
+   * whole process tree inside the computer (124 / 130).
+   */
+  exec(ref: ComputerRef, request: ExecRequest, signal: AbortSignal): Promise<AsyncIterable<CommandEvent>>;
+
+  openPath(
+    ref: ComputerRef,
+    path: string,
+    options: { maxBytes: number; expect?: "file" | "directory" },
+  ): Promise<OpenedPath>;
+  /** Writes `size` bytes from `body`; parent folders are created; mode 0755 when executable, else 0644. */
+  writeFile(
+    ref: ComputerRef,
+    path: string,
+    body: ReadableStream<Uint8Array>,
+    options: { size: number; executable: boolean },
+  ): Promise<void>;
+  /** Removes a file, a symlink (not its target) or a folder with its contents. */
+  deleteFile(ref: ComputerRef, path: string): Promise<void>;
+
+  /** The whole home as a tar stream, paths relative to the home (`./…`). */
+  exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>>;
+  /** Replaces the home's contents with the tar's; on failure the old contents stay. */
+  importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void>;
+
+  /** Starts the screen when needed; its view password stays the same while it runs. */
+  openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
+  closeScreen(ref: ComputerRef, index: number): Promise<void>;
+  /** Starts (or replaces) the screen's control server with `password`. */
+  openControl(ref: ComputerRef, index: number, password: string): Promise<ControlInfo>;
+  closeControl(ref: ComputerRef, index: number): Promise<void>;
+  observe(ref: ComputerRef, index: number): Promise<Observation>;
+  /** `actions` are already validated as a whole; runs them in order, stopping at the first failure. */
+  act(ref: ComputerRef, index: number, actions: DesktopAction[]): Promise<ActResult>;
+}

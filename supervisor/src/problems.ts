@@ -1,0 +1,71 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** Every failure a caller can act on, by stable code; the status is fixed per code. */
+export const PROBLEM_STATUS = {
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  INVALID_REQUEST: 400,
+  INVALID_HOME_KEY: 400,
+  LENGTH_REQUIRED: 411,
+  COMPUTER_NOT_FOUND: 404,
+  COMPUTER_STOPPED: 409,
+  /** A container with the computer's name exists but was not made by the supervisor. */
+  NAME_CONFLICT: 409,
+  SCREEN_OUT_OF_RANGE: 400,
+  /** Screen 0 lives as long as the computer; it is not stopped on its own. */
+  SCREEN_PERMANENT: 409,
+  PATH_OUTSIDE_HOME: 400,
+  INVALID_PATH: 400,
+  FILE_NOT_FOUND: 404,
+  NOT_A_FILE: 400,
+  NOT_A_DIRECTORY: 400,
+  FILE_TOO_LARGE: 413,
+  INVALID_ARCHIVE: 400,
+  INVALID_ACTIONS: 400,
+  HOME_UNAVAILABLE: 500,
+  IMAGE_MISSING: 503,
+  DOCKER_UNAVAILABLE: 503,
+  DOCKER_FAILURE: 502,
+  /** Something inside the computer (a script, a tool) failed. */
+  COMPUTER_FAILURE: 502,
+  INTERNAL: 500,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ProblemCode = keyof typeof PROBLEM_STATUS;
+
+/** RFC 9457 problem details with a stable `code`, as every error response carries. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail?: string;
+  instance?: string;
+  errors?: { path: string; message: string }[];
+}
+
+/** Thrown anywhere below a route; the app's error handler turns it into problem JSON. */
+export class SupervisorProblem extends Error {
+  readonly status: ContentfulStatusCode;
+  readonly errors: Problem["errors"];
+
+  constructor(
+    readonly code: ProblemCode,
+    readonly detail: string,
+    options?: { cause?: unknown; errors?: Problem["errors"] },
+  ) {
+    super(detail, options);
+    this.name = "SupervisorProblem";
+    this.status = PROBLEM_STATUS[code];
+    this.errors = options?.errors;
+  }
+}
+
+export const outsideHome = () =>
+  new SupervisorProblem("PATH_OUTSIDE_HOME", "path is outside this computer's home");
+export const tooLarge = (maxBytes: number) =>
+  new SupervisorProblem("FILE_TOO_LARGE", `computer file exceeds ${maxBytes} bytes`);
+export const computerNotFound = (homeKey: string) =>
+  new SupervisorProblem("COMPUTER_NOT_FOUND", `no computer ${homeKey} with that computer and workspace id`);
+export const computerStopped = (homeKey: string) =>
+  new SupervisorProblem("COMPUTER_STOPPED", `computer ${homeKey} is stopped`);

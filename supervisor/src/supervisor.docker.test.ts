@@ -1,0 +1,514 @@
+/**
+ * The supervisor against the real Docker engine and computer image: runs only where
+ * `cubicle-computer:latest` is present. Starts the real process (src/main.ts) on a free port with
+ * a temporary DATA_DIR, as the api would use it through the client.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Docker from "dockerode";
+import { extract } from "tar-stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSupervisorClient, type SupervisorClient, SupervisorError } from "./client.ts";
+import { distinctPixels } from "./testing/png.ts";
+import { vncAccepts } from "./testing/vnc.ts";
+import { type CommandEvent, type ComputerRef, OUTPUT_TRUNCATED_MARKER } from "./wire.ts";
+
+const IMAGE = "cubicle-computer:latest";
+
+const SUPERVISOR_DIR = fileURLToPath(new URL("..", import.meta.url));
+const TOKEN = randomBytes(24).toString("hex");
+const LONG = { timeout: 240_000 };
+
+interface Process {
+  child: ChildProcess;
+  url: string;
+}
+
+function startProcess(dataDir: string): Promise<Process> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: SUPERVISOR_DIR,
+    env: {
+      PATH: process.env.PATH,
+      SANDBOX_SUPERVISOR_TOKEN: TOKEN,
+      DATA_DIR: dataDir,
+      SUPERVISOR_PORT: "0",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const url = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+      if (url) resolve({ child, url });
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`the supervisor exited (${code}): ${output}`)));
+  });
+}
+
+async function stopProcess(process: Process | undefined, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  if (!process || process.child.exitCode !== null) return;
+  const exited = new Promise((resolve) => process.child.once("exit", resolve));
+  process.child.kill(signal);
+  await exited;
+}
+
+function rssKb(pid: number | undefined): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+async function events(client: SupervisorClient, ref: ComputerRef, command: string, timeoutMs = 30_000) {
+  const all: CommandEvent[] = [];
+  for await (const event of client.exec(ref, { command, timeoutMs })) all.push(event);
+  return all;
+}
+
+async function run(client: SupervisorClient, ref: ComputerRef, command: string) {
+  const all = await events(client, ref, command);
+  const exit = all.at(-1);
+  return {
+    stdout: all.map((event) => (event.type === "stdout" ? event.data : "")).join(""),
+    stderr: all.map((event) => (event.type === "stderr" ? event.data : "")).join(""),
+    code: exit?.type === "exit" ? exit.code : -1,
+  };
+}
+
+async function failure(promise: Promise<unknown>): Promise<SupervisorError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof SupervisorError) return error;
+    throw error;
+  }
+  throw new Error("expected a SupervisorError");
+}
+
+async function bytesOf(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
+  return Buffer.from(await new Response(stream).arrayBuffer());
+}
+
+async function tarNames(tar: Buffer): Promise<string[]> {
+  const names: string[] = [];
+  const reader = extract();
+  reader.end(tar);
+  for await (const entry of reader) {
+    names.push(entry.header.name);
+    entry.resume();
+  }
+  return names;
+}
+
+// npm test starts the Docker engine and builds the image first (scripts/lib/docker-engine.mjs).
+describe("the supervisor on the real engine", () => {
+  const docker = new Docker();
+  const suffix = randomBytes(4).toString("hex");
+  const ref: ComputerRef = {
+    homeKey: `it-${suffix}`,
+    computerId: `computer-${suffix}`,
+    workspaceId: "ws-it",
+  };
+  const other: ComputerRef = {
+    homeKey: `it-${suffix}-b`,
+    computerId: `computer-${suffix}-b`,
+    workspaceId: "ws-it",
+  };
+  let dataDir = "";
+  let supervisor: Process | undefined;
+  let client: SupervisorClient;
+  let providerRef = "";
+  let screenOnePassword = "";
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "cubicle-supervisor-it-"));
+    supervisor = await startProcess(dataDir);
+    client = createSupervisorClient({ baseUrl: supervisor.url, token: TOKEN });
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const name of [ref.homeKey, other.homeKey]) {
+      await docker
+        .getContainer(`cubicle-${name}`)
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
+    await stopProcess(supervisor);
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it("reports the engine and the image on /health", async () => {
+    const health = await client.health();
+    expect(health).toMatchObject({ ok: true, docker: "ok", image: { ref: IMAGE } });
+    expect(health.image.id).toMatch(/^sha256:/);
+  });
+
+  it("creates a hardened computer", LONG, async () => {
+    const created = await client.create(ref);
+    expect(created).toMatchObject({ fresh: true, homeCreated: true, state: "running" });
+    providerRef = created.providerRef;
+
+    const info = await docker.getContainer(`cubicle-${ref.homeKey}`).inspect();
+    expect(info.Id).toBe(providerRef);
+    expect(info.Config.User).toBe("1000:1000");
+    expect(info.Config.Labels).toMatchObject({
+      "cubicle.managed": "true",
+      "cubicle.homeKey": ref.homeKey,
+      "cubicle.computerId": ref.computerId,
+      "cubicle.workspaceId": ref.workspaceId,
+    });
+    expect(info.HostConfig.ShmSize).toBe(268435456);
+    expect(info.HostConfig.CapDrop).toEqual(["ALL"]);
+    expect(info.HostConfig.CapAdd ?? []).toEqual([]);
+    expect(info.HostConfig.SecurityOpt).toContain("no-new-privileges");
+    expect(info.HostConfig.Memory).toBe(2048 * 1024 * 1024);
+    expect(info.HostConfig.NanoCpus).toBe(1e9);
+    expect(info.HostConfig.PidsLimit).toBe(512);
+    expect(info.HostConfig.NetworkMode).toBe("cubicle-computers");
+    expect(info.Mounts).toEqual([
+      expect.objectContaining({
+        Type: "bind",
+        Source: join(dataDir, "homes", ref.homeKey),
+        Destination: "/home/cubicle",
+      }),
+    ]);
+    const published = Object.entries(info.NetworkSettings.Ports ?? {});
+    expect(published.map(([port]) => port).sort()).toEqual(
+      Array.from({ length: 16 }, (_, i) => `${6080 + i}/tcp`).sort(),
+    );
+    for (const [, bindings] of published) {
+      expect(bindings?.length).toBeGreaterThan(0);
+      for (const binding of bindings ?? []) expect(binding.HostIp).toBe("127.0.0.1");
+    }
+    const network = await docker.getNetwork("cubicle-computers").inspect();
+    expect(network.Options?.["com.docker.network.bridge.enable_icc"]).toBe("false");
+
+    const status = await client.status(ref);
+    expect(status).toMatchObject({ status: "running", providerRef });
+    expect(status.ports["6080"]).toBeGreaterThan(0);
+  });
+
+  it("keeps computers away from the host itself", LONG, async () => {
+    const health = await client.health();
+    expect(health.hostFirewall, "the test command runs as root, where the firewall rule is set").toBe("on");
+    // Stands in for any host service on all interfaces, such as a Postgres server.
+    const server = createServer((socket) => socket.end("host\n"));
+    await new Promise<void>((resolve) => server.listen(0, "0.0.0.0", resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const info = await docker.getContainer(`cubicle-${ref.homeKey}`).inspect();
+      const gateway = info.NetworkSettings.Networks["cubicle-computers"]?.Gateway;
+      const supervisorPort = new URL(supervisor?.url ?? "").port;
+      for (const target of [port, supervisorPort]) {
+        const probe = await run(
+          client,
+          ref,
+          `timeout 5 bash -c 'exec 3<>/dev/tcp/${gateway}/${target} && cat <&3' && echo reached || echo blocked`,
+        );
+        expect(probe.stdout.trim(), `port ${target}`).toBe("blocked");
+      }
+    } finally {
+      server.close();
+    }
+  });
+
+  it("runs commands with separate stdout, stderr and exit code, as the computer's user", LONG, async () => {
+    const all = await events(client, ref, "echo out; echo err >&2; pwd; id -u; exit 3");
+    expect(all.at(-1)).toEqual({ type: "exit", code: 3, truncated: false });
+    const result = await run(client, ref, "echo out; echo err >&2; pwd; id -u; exit 3");
+    expect(result).toEqual({ stdout: "out\n/home/cubicle\n1000\n", stderr: "err\n", code: 3 });
+
+    let seen = "";
+    for await (const event of client.exec(ref, {
+      command: 'printf "%s in %s" "$GREETING" "$(pwd)"',
+      env: { GREETING: "hello" },
+      cwd: ".",
+      timeoutMs: 10_000,
+    })) {
+      if (event.type === "stdout") seen += event.data;
+    }
+    expect(seen).toBe("hello in /home/cubicle");
+  });
+
+  it("kills the whole process tree on timeout (124)", LONG, async () => {
+    const started = Date.now();
+    const all = await events(client, ref, "sleep 4321 & (sleep 4322 &) ; sleep 4323; echo never", 1_500);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(all.at(-1)).toEqual({
+      type: "exit",
+      code: 124,
+      message: "command timed out after 1500 ms",
+      truncated: false,
+    });
+    expect(all.some((event) => event.type !== "exit" && event.data.includes("never"))).toBe(false);
+    const ps = await run(client, ref, "ps -eo args");
+    expect(ps.stdout).not.toMatch(/sleep 432/);
+  });
+
+  it("kills the command when the client goes away (130 on the supervisor's side)", LONG, async () => {
+    const controller = new AbortController();
+    const received: CommandEvent[] = [];
+    const consume = (async () => {
+      for await (const event of client.exec(
+        ref,
+        { command: "echo started; sleep 4324", timeoutMs: 60_000 },
+        { signal: controller.signal },
+      )) {
+        received.push(event);
+        if (event.type === "stdout") controller.abort();
+      }
+    })();
+    await expect(consume).rejects.toThrow();
+    expect(received[0]).toEqual({ type: "stdout", data: "started\n" });
+    let left = "";
+    for (let attempt = 0; attempt < 20; attempt++) {
+      left = (await run(client, ref, "ps -eo args")).stdout;
+      if (!left.includes("sleep 4324")) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(left).not.toContain("sleep 4324");
+  });
+
+  it("caps output, marks it once and keeps the supervisor's memory bounded", LONG, async () => {
+    const before = rssKb(supervisor?.child.pid);
+    const all: CommandEvent[] = [];
+    for await (const event of client.exec(ref, {
+      command: "head -c 200000000 /dev/zero | tr '\\0' a; echo tail >&2",
+      timeoutMs: 120_000,
+      maxOutputBytes: 1_000,
+    })) {
+      all.push(event);
+    }
+    const text = all.map((event) => (event.type === "exit" ? "" : event.data)).join("");
+    expect(text.split(OUTPUT_TRUNCATED_MARKER)).toHaveLength(2);
+    expect(text.length).toBe(1_000 + OUTPUT_TRUNCATED_MARKER.length);
+    expect(all.at(-1)).toEqual({ type: "exit", code: 0, truncated: true });
+    const grown = rssKb(supervisor?.child.pid) - before;
+    expect(grown).toBeLessThan(100 * 1024);
+  });
+
+  it("reads, writes, lists and deletes files confined to the home", LONG, async () => {
+    const text = new TextEncoder().encode("hello from the supervisor test\n");
+    await client.writeFile(ref, "notes/hello.txt", text);
+    await client.writeFile(ref, "bin/run.sh", new TextEncoder().encode("#!/bin/sh\necho ran\n"), {
+      executable: true,
+    });
+    const entries = await client.listFiles(ref, "");
+    expect(
+      entries.filter((entry) => !entry.name.startsWith(".")).map((entry) => [entry.name, entry.type]),
+    ).toEqual([
+      ["bin", "directory"],
+      ["notes", "directory"],
+    ]);
+    expect(await client.listFiles(ref, "notes")).toEqual([
+      expect.objectContaining({
+        name: "hello.txt",
+        path: "notes/hello.txt",
+        type: "file",
+        size: text.length,
+      }),
+    ]);
+    expect((await client.listFiles(ref, "bin"))[0]).toMatchObject({ executable: true });
+    expect((await run(client, ref, "bin/run.sh")).stdout).toBe("ran\n");
+    expect((await run(client, ref, "stat -c '%u:%g %a' notes/hello.txt")).stdout).toBe("1000:1000 644\n");
+    expect(Buffer.from(await client.readFile(ref, "notes/hello.txt", { maxBytes: 1_000 })).toString()).toBe(
+      "hello from the supervisor test\n",
+    );
+
+    const tooLarge = await failure(client.readFile(ref, "notes/hello.txt", { maxBytes: 5 }));
+    expect([tooLarge.status, tooLarge.code]).toEqual([413, "FILE_TOO_LARGE"]);
+    expect((await failure(client.listFiles(ref, "notes/hello.txt"))).code).toBe("NOT_A_DIRECTORY");
+    expect((await failure(client.readFile(ref, "notes", { maxBytes: 10 }))).code).toBe("NOT_A_FILE");
+    expect((await failure(client.readFile(ref, "missing.txt", { maxBytes: 10 }))).code).toBe(
+      "FILE_NOT_FOUND",
+    );
+
+    await run(client, ref, "ln -s /etc etc-link; ln -s /etc/passwd passwd-link; ln -s notes notes-link");
+    for (const path of [
+      "../x",
+      "/etc/passwd",
+      "etc-link",
+      "etc-link/passwd",
+      "passwd-link",
+      "notes/../../x",
+    ]) {
+      const refused = await failure(client.readFile(ref, path, { maxBytes: 10_000 }));
+      expect([path, refused.status, refused.code]).toEqual([path, 400, "PATH_OUTSIDE_HOME"]);
+    }
+    expect((await failure(client.writeFile(ref, "etc-link/evil", new Uint8Array(1)))).code).toBe(
+      "PATH_OUTSIDE_HOME",
+    );
+    expect((await client.listFiles(ref, "notes-link"))[0]?.name).toBe("hello.txt");
+
+    // a symlink is removed itself, never its target
+    await client.deleteFile(ref, "etc-link");
+    await client.deleteFile(ref, "passwd-link");
+    expect((await run(client, ref, "test -f /etc/passwd && echo kept")).stdout).toBe("kept\n");
+    await client.deleteFile(ref, "bin");
+    expect((await failure(client.listFiles(ref, "bin"))).code).toBe("FILE_NOT_FOUND");
+    expect((await failure(client.deleteFile(ref, ""))).code).toBe("INVALID_PATH");
+
+    // streamed both ways
+    const size = 20 * 1024 * 1024;
+    await client.writeFile(ref, "big.bin", {
+      stream: new Blob([new Uint8Array(size).fill(7)]).stream(),
+      size,
+    });
+    const opened = await client.openFile(ref, "big.bin", { maxBytes: size });
+    expect(opened.size).toBe(size);
+    expect((await bytesOf(opened.body)).length).toBe(size);
+    await client.deleteFile(ref, "big.bin");
+  });
+
+  it("exports and imports the whole home as tar", LONG, async () => {
+    const tar = await bytesOf(await client.exportHome(ref));
+    const names = await tarNames(tar);
+    expect(names).toContain("./");
+    expect(names).toContain("./notes/hello.txt");
+    expect(names.every((name) => name.startsWith("./"))).toBe(true);
+
+    await client.writeFile(ref, "later.txt", new Uint8Array([1]));
+    const garbage = await failure(client.importHome(ref, new Blob([new Uint8Array(4096).fill(1)]).stream()));
+    expect(garbage.status).toBeGreaterThanOrEqual(400);
+    // a refused archive changes nothing
+    expect((await client.listFiles(ref, "")).some((entry) => entry.name === "later.txt")).toBe(true);
+
+    await client.importHome(ref, new Blob([new Uint8Array(tar)]).stream());
+    const after = (await client.listFiles(ref, "")).map((entry) => entry.name);
+    expect(after).toContain("notes");
+    expect(after).not.toContain("later.txt");
+    expect(after.some((name) => name.startsWith(".cubicle-"))).toBe(false);
+    expect((await run(client, ref, "cat notes/hello.txt; stat -c '%u' notes")).stdout).toBe(
+      "hello from the supervisor test\n1000\n",
+    );
+  });
+
+  it("starts Chromium with its profile in the home on the host", LONG, async () => {
+    const profile = join(dataDir, "homes", ref.homeKey, ".browser-profiles", "chromium");
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(join(profile, "Default")) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(existsSync(join(profile, "Default")), profile).toBe(true);
+  });
+
+  it("observes screen 0 as a 1280x800 picture", LONG, async () => {
+    const shot = await client.observe(ref, 0);
+    expect([shot.width, shot.height]).toEqual([1280, 800]);
+    expect(Buffer.from(shot.png.subarray(1, 4)).toString()).toBe("PNG");
+    expect(distinctPixels(shot.png)).toBeGreaterThan(8);
+    expect(shot.cursor.x).toBeGreaterThanOrEqual(0);
+
+    const screen = await client.openScreen(ref, 0);
+    expect(screen).toMatchObject({ index: 0, display: ":1" });
+    expect(await client.openScreen(ref, 0)).toEqual(screen);
+    expect(await vncAccepts(screen.viewPort, screen.viewPassword)).toBe(true);
+  });
+
+  it("opens screen 1, types into its xterm and sees the change", LONG, async () => {
+    const screen = await client.openScreen(ref, 1);
+    expect(screen).toMatchObject({ index: 1, display: ":2" });
+    screenOnePassword = screen.viewPassword;
+    expect(await vncAccepts(screen.viewPort, screen.viewPassword)).toBe(true);
+    expect(await vncAccepts(screen.viewPort, "wrong123")).toBe(false);
+
+    const before = await client.observe(ref, 1);
+    const result = await client.act(ref, 1, [
+      { type: "move", x: 120, y: 120 },
+      { type: "type", text: "echo cubicle-act-marker" },
+      { type: "key", key: "Return" },
+      { type: "wait", ms: 400 },
+    ]);
+    expect(result).toEqual({ completed: 4, total: 4 });
+    const after = await client.observe(ref, 1);
+    expect(Buffer.compare(Buffer.from(before.png), Buffer.from(after.png))).not.toBe(0);
+    expect(after.cursor).toEqual({ x: 120, y: 120 });
+    expect(after.activeWindow).toBe("xterm");
+    const bash = await run(client, ref, "ps -eo args");
+    expect(bash.stdout).toMatch(/Xvfb :2/);
+
+    const status = await client.status(ref);
+    expect(status.screens.map((s) => s.index)).toEqual([0, 1]);
+  });
+
+  it("refuses a ninth screen", async () => {
+    const refused = await failure(client.openScreen(ref, 8));
+    expect([refused.status, refused.code]).toEqual([400, "SCREEN_OUT_OF_RANGE"]);
+    expect(refused.message).toMatch(/8 screens/);
+  });
+
+  it("opens and closes control of a screen", LONG, async () => {
+    const control = await client.openControl(ref, 1, "ctl12345");
+    expect(control.controlPort).toBeGreaterThan(0);
+    expect(await vncAccepts(control.controlPort, "ctl12345")).toBe(true);
+    expect((await client.status(ref)).screens[1]).toMatchObject({
+      control: true,
+      controlPort: control.controlPort,
+    });
+    await client.closeControl(ref, 1);
+    expect((await client.status(ref)).screens[1]).toMatchObject({ control: false, controlPort: null });
+    expect((await failure(client.closeScreen(ref, 0))).code).toBe("SCREEN_PERMANENT");
+  });
+
+  it("refuses another computer's identity", async () => {
+    const wrong = { ...ref, computerId: "someone-else" };
+    const refused = await failure(client.status(wrong));
+    expect([refused.status, refused.code]).toEqual([404, "COMPUTER_NOT_FOUND"]);
+    expect((await failure(client.destroy(wrong))).code).toBe("COMPUTER_NOT_FOUND");
+  });
+
+  it("stops and resumes with the home intact", LONG, async () => {
+    await client.stop(ref);
+    await client.stop(ref);
+    expect((await client.status(ref)).status).toBe("stopped");
+    const stopped = await failure(run(client, ref, "true"));
+    expect([stopped.status, stopped.code]).toEqual([409, "COMPUTER_STOPPED"]);
+
+    const resumed = await client.create(ref);
+    expect(resumed).toMatchObject({ providerRef, fresh: false, homeCreated: false });
+    expect(
+      Buffer.from(await client.readFile(ref, "notes/hello.txt", { maxBytes: 1_000 })).toString(),
+    ).toContain("hello from the supervisor test");
+    const screen = await client.openScreen(ref, 1);
+    screenOnePassword = screen.viewPassword;
+  });
+
+  it("serves the same computers after a supervisor restart", LONG, async () => {
+    await client.writeFile(ref, "restart/marker.txt", new TextEncoder().encode("kept\n"));
+    // Killed outright, as a crash would: nothing may depend on a clean shutdown.
+    await stopProcess(supervisor, "SIGKILL");
+    supervisor = await startProcess(dataDir);
+    client = createSupervisorClient({ baseUrl: supervisor.url, token: TOKEN });
+    expect(await client.status(ref)).toMatchObject({ status: "running", providerRef });
+    expect((await run(client, ref, "echo still-here")).stdout).toBe("still-here\n");
+    expect(Buffer.from(await client.readFile(ref, "restart/marker.txt", { maxBytes: 100 })).toString()).toBe(
+      "kept\n",
+    );
+    // the view password was kept in the computer, not in the old process
+    expect((await client.openScreen(ref, 1)).viewPassword).toBe(screenOnePassword);
+  });
+
+  it("reconciles away computers the api no longer knows", LONG, async () => {
+    await client.create(other);
+    const keep = (await client.list())
+      .map((computer) => computer.homeKey)
+      .filter((key) => key !== other.homeKey);
+    const removed = await client.reconcile(keep);
+    expect(removed).toEqual([`cubicle-${other.homeKey}`]);
+    expect((await client.status(other)).status).toBe("missing");
+    expect((await client.list()).some((computer) => computer.homeKey === ref.homeKey)).toBe(true);
+  });
+
+  it("destroys the computer and keeps its home", LONG, async () => {
+    expect(await client.destroy(ref)).toBe(true);
+    expect(await client.destroy(ref)).toBe(false);
+    expect((await client.status(ref)).status).toBe("missing");
+    expect(existsSync(join(dataDir, "homes", ref.homeKey, "notes", "hello.txt"))).toBe(true);
+  });
+});

@@ -1,0 +1,64 @@
+import type { ComputerRef, ContainerManager } from "../containers/manager.ts";
+import type { DesktopAction, ExecRequest } from "../wire.ts";
+
+export interface StubCall {
+  method: string;
+  ref?: ComputerRef;
+  args?: unknown[];
+}
+
+const unused = (method: string) => () =>
+  Promise.reject(new Error(`the stub manager's ${method} was not expected`));
+
+/** A ContainerManager for route tests: records calls, answers plainly, touches nothing. */
+export function stubManager(): ContainerManager & { calls: StubCall[] } {
+  const calls: StubCall[] = [];
+  return {
+    calls,
+    health: async () => ({
+      ok: true,
+      docker: "ok",
+      image: { ref: "cubicle-computer:latest", id: "sha256:stub" },
+      hostFirewall: "on",
+    }),
+    create: async (ref) => {
+      calls.push({ method: "create", ref });
+      return { providerRef: "container-id", fresh: true, homeCreated: true, state: "running" };
+    },
+    status: async (ref) => {
+      calls.push({ method: "status", ref });
+      return { homeKey: ref.homeKey, status: "missing", providerRef: null, screens: [], ports: {} };
+    },
+    list: async () => [],
+    stop: unused("stop"),
+    destroy: unused("destroy"),
+    reconcile: async (keep) => {
+      calls.push({ method: "reconcile", args: [[...keep]] });
+      return [];
+    },
+    exec: async (ref, request: ExecRequest) => {
+      calls.push({ method: "exec", ref, args: [request] });
+      return (async function* () {
+        yield { type: "stdout" as const, data: "hi\n" };
+        yield { type: "exit" as const, code: 0, truncated: false };
+      })();
+    },
+    openPath: unused("openPath"),
+    writeFile: unused("writeFile"),
+    deleteFile: unused("deleteFile"),
+    exportHome: unused("exportHome"),
+    importHome: unused("importHome"),
+    openScreen: async (ref, index) => {
+      calls.push({ method: "openScreen", ref, args: [index] });
+      return { index, display: `:${index + 1}`, viewPort: 40_000 + index, viewPassword: "password" };
+    },
+    closeScreen: unused("closeScreen"),
+    openControl: unused("openControl"),
+    closeControl: unused("closeControl"),
+    observe: unused("observe"),
+    act: async (ref, index, actions: DesktopAction[]) => {
+      calls.push({ method: "act", ref, args: [index, actions] });
+      return { completed: actions.length, total: actions.length };
+    },
+  };
+}

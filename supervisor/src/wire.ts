@@ -1,0 +1,163 @@
+/**
+ * The supervisor's wire contract: the shapes its routes answer with and its client returns.
+ * Types and constants only, so the client (imported by the api) pulls in no server code.
+ */
+
+export const DEFAULT_SUPERVISOR_PORT = 7091;
+
+/** Which computer a call is about, besides the home key in the path; checked against container labels. */
+export interface ComputerIdentity {
+  computerId: string;
+  workspaceId: string;
+}
+
+/** A computer as callers name it: its home key plus the identity it was created with. */
+export interface ComputerRef extends ComputerIdentity {
+  homeKey: string;
+}
+
+export const COMPUTER_ID_HEADER = "x-cubicle-computer-id";
+export const WORKSPACE_ID_HEADER = "x-cubicle-workspace-id";
+
+export const MAX_SCREENS = 8;
+export const SCREEN_WIDTH = 1280;
+export const SCREEN_HEIGHT = 800;
+
+export type ComputerState = "running" | "stopped" | "missing";
+
+export interface Health {
+  ok: boolean;
+  docker: "ok" | "unreachable";
+  image: { ref: string; id: string | null };
+  /** Whether new computers' traffic to the host itself is dropped (see README "Network"). */
+  hostFirewall: "on" | "off";
+}
+
+export interface CreateResult {
+  /** The container id. */
+  providerRef: string;
+  /** True when a new container was made; false when an existing one was resumed. */
+  fresh: boolean;
+  /** True when the home folder did not exist before this call (so it is empty). */
+  homeCreated: boolean;
+  state: "running";
+}
+
+export interface ScreenStatus {
+  index: number;
+  display: string;
+  /** Host port of the view-only VNC server (127.0.0.1), null while it is not listening. */
+  viewPort: number | null;
+  /** Whether a control VNC server runs on this screen. */
+  control: boolean;
+  controlPort: number | null;
+}
+
+export interface ComputerStatus {
+  homeKey: string;
+  status: ComputerState;
+  providerRef: string | null;
+  /** Screens whose view server runs (read with `ps` inside the container). */
+  screens: ScreenStatus[];
+  /** Container port → host port on 127.0.0.1; empty unless running. */
+  ports: Record<string, number>;
+}
+
+export interface ComputerSummary {
+  name: string;
+  homeKey: string;
+  computerId: string;
+  workspaceId: string;
+  providerRef: string;
+  status: Exclude<ComputerState, "missing">;
+  /** False when the container was made from an older image and will be recreated on next create. */
+  imageCurrent: boolean;
+}
+
+export interface ExecRequest {
+  command: string;
+  /** Relative to the home; defaults to the home. */
+  cwd?: string;
+  env?: Record<string, string>;
+  timeoutMs: number;
+  /** stdout and stderr together; past it output is dropped and a marker is emitted once. */
+  maxOutputBytes?: number;
+}
+
+export type CommandEvent =
+  | { type: "stdout"; data: string }
+  | { type: "stderr"; data: string }
+  | { type: "exit"; code: number; message?: string; truncated: boolean };
+
+export const EXIT_TIMED_OUT = 124;
+export const EXIT_ABORTED = 130;
+export const OUTPUT_TRUNCATED_MARKER = "\n[cubicle: output truncated]\n";
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+export interface FileEntry {
+  name: string;
+  /** Relative to the home, with forward slashes. */
+  path: string;
+  type: "file" | "directory" | "symlink";
+  size: number;
+  executable: boolean;
+  modifiedAt: string;
+}
+
+export const DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024;
+
+export interface ScreenInfo {
+  index: number;
+  /** X display inside the container, e.g. ":1". */
+  display: string;
+  /** Host port (on 127.0.0.1) of the view-only VNC server. */
+  viewPort: number;
+  viewPassword: string;
+}
+
+export interface ControlInfo {
+  index: number;
+  /** Host port (on 127.0.0.1) of the control VNC server. */
+  controlPort: number;
+}
+
+export interface Observation {
+  png: Uint8Array;
+  width: number;
+  height: number;
+  cursor: { x: number; y: number };
+  activeWindow: string | null;
+}
+
+export const MAX_ACTIONS_PER_BATCH = 24;
+
+export type Modifier = "ctrl" | "alt" | "shift" | "super";
+export type MouseButton = "left" | "right" | "middle";
+
+/** The same shapes as the api's provider contract (api/src/providers/contract.ts). */
+export type DesktopAction =
+  | {
+      type: "click" | "double_click" | "right_click" | "middle_click";
+      x: number;
+      y: number;
+      modifiers?: Modifier[];
+    }
+  | { type: "move"; x: number; y: number }
+  | { type: "mouse_down" | "mouse_up"; button: MouseButton; x?: number; y?: number }
+  | { type: "drag"; from: { x: number; y: number }; to: { x: number; y: number } }
+  | { type: "type"; text: string }
+  | { type: "key"; key: string; modifiers?: Modifier[] }
+  | { type: "scroll"; x: number; y: number; dx: number; dy: number }
+  | { type: "wait"; ms: number };
+
+export interface ActResult {
+  /** How many actions ran to completion, in order; on failure, the failing one is the next. */
+  completed: number;
+  total: number;
+  error?: string;
+}
+
+export interface ReconcileResult {
+  /** Names of the containers removed. */
+  removed: string[];
+}
