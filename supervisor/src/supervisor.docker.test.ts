@@ -154,6 +154,9 @@ describe("the supervisor on the real engine", () => {
     expect(created).toMatchObject({ fresh: true, homeCreated: true, state: "running" });
     providerRef = created.providerRef;
 
+    const managed = await docker.listContainers({ filters: { label: ["cubicle.managed=true"] } });
+    expect(managed.flatMap((container) => container.Names)).toContain(`/cubicle-${ref.homeKey}`);
+
     const info = await docker.getContainer(`cubicle-${ref.homeKey}`).inspect();
     expect(info.Id).toBe(providerRef);
     expect(info.Config.User).toBe("1000:1000");
