@@ -4,6 +4,32 @@
  * (api/test/providers/) hold every implementation to the same behaviour.
  */
 
+import type {
+  ActResult,
+  CommandEvent,
+  DesktopAction,
+  FileEntry,
+  Observation,
+} from "@cubicle/supervisor/client";
+
+// The machine-level vocabulary (command events, files, screens, input actions) is the
+// supervisor's wire contract; every provider speaks it, so it is defined once, there.
+export type {
+  ActResult,
+  CommandEvent,
+  DesktopAction,
+  FileEntry,
+  Modifier,
+  MouseButton,
+  Observation,
+} from "@cubicle/supervisor/client";
+export {
+  EXIT_ABORTED,
+  EXIT_TIMED_OUT,
+  MAX_ACTIONS_PER_BATCH,
+  OUTPUT_TRUNCATED_MARKER,
+} from "@cubicle/supervisor/client";
+
 export const PROVIDER_KINDS = [
   "docker",
   "e2b",
@@ -56,60 +82,6 @@ export interface CommandRequest {
   signal?: AbortSignal;
   /** stdout and stderr together; past it output is dropped and a marker is emitted once. */
   maxOutputBytes?: number;
-}
-
-export type CommandEvent =
-  | { type: "stdout"; data: string }
-  | { type: "stderr"; data: string }
-  | { type: "exit"; code: number; message?: string; truncated: boolean };
-
-export const EXIT_TIMED_OUT = 124;
-export const EXIT_ABORTED = 130;
-export const OUTPUT_TRUNCATED_MARKER = "\n[cubicle: output truncated]\n";
-
-export interface FileEntry {
-  name: string;
-  /** Relative to the home, with forward slashes. */
-  path: string;
-  type: "file" | "directory" | "symlink";
-  size: number;
-  executable: boolean;
-  modifiedAt: string;
-}
-
-export interface Observation {
-  png: Uint8Array;
-  width: number;
-  height: number;
-  cursor: { x: number; y: number };
-  activeWindow: string | null;
-}
-
-export const MAX_ACTIONS_PER_BATCH = 24;
-
-export type Modifier = "ctrl" | "alt" | "shift" | "super";
-export type MouseButton = "left" | "right" | "middle";
-
-export type DesktopAction =
-  | {
-      type: "click" | "double_click" | "right_click" | "middle_click";
-      x: number;
-      y: number;
-      modifiers?: Modifier[];
-    }
-  | { type: "move"; x: number; y: number }
-  | { type: "mouse_down" | "mouse_up"; button: MouseButton; x?: number; y?: number }
-  | { type: "drag"; from: { x: number; y: number }; to: { x: number; y: number } }
-  | { type: "type"; text: string }
-  | { type: "key"; key: string; modifiers?: Modifier[] }
-  | { type: "scroll"; x: number; y: number; dx: number; dy: number }
-  | { type: "wait"; ms: number };
-
-export interface ActResult {
-  /** How many actions ran to completion, in order; on failure, the failing one is the next. */
-  completed: number;
-  total: number;
-  error?: string;
 }
 
 export interface SandboxProvider {

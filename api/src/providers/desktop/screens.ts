@@ -4,9 +4,9 @@ import { existsSync, promises as fs, readFileSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { actionDeadlineMs, xdotoolArgs } from "@cubicle/supervisor/input";
 import type { ActResult, DesktopAction, Observation } from "../contract.ts";
 import { ProviderError } from "../errors.ts";
-import { actionDeadlineMs, xdotoolArgs } from "./input.ts";
 import type { Machine } from "./machines.ts";
 import { computerEnvironment, describeExit, isRunning, runTool, terminate } from "./processes.ts";
 
