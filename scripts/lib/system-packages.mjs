@@ -1,5 +1,6 @@
 // The Debian packages the test suite runs for real: a Postgres server, and the X stack the
-// desktop provider drives (Xvfb screens, x11vnc, xdotool input, ImageMagick screenshots, xterm).
+// desktop provider drives (Xvfb screens, x11vnc, xdotool input, ImageMagick screenshots, xterm), the
+// Chromium that Playwright drives, and websockify, the reference the proxy benchmark measures against.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { runOrExit } from "./run.mjs";
@@ -11,6 +12,8 @@ const NEEDED = [
   { pkg: "xdotool", present: () => onPath("xdotool") },
   { pkg: "imagemagick", present: () => onPath("import") && onPath("convert") },
   { pkg: "xterm", present: () => onPath("xterm") },
+  { pkg: "chromium", present: () => onPath("chromium") },
+  { pkg: "websockify", present: () => onPath("websockify") },
 ];
 
 function onPath(binary) {

@@ -1,0 +1,181 @@
+import { randomUUID } from "node:crypto";
+import { CompactEncrypt, compactDecrypt } from "jose";
+import type { CapabilityKey, CapabilityKeyring } from "./keys.ts";
+import { CapabilityRefused, type SignedTokenKind, sign, verify } from "./signed.ts";
+import { SCREEN_MODES, type ScreenMode, type ScreenTarget } from "./target.ts";
+
+/** A capability only opens a socket; the socket then lives as long as its mode allows. */
+export const MAX_CAPABILITY_TTL_SECONDS = 60;
+
+const SCREEN_CAPABILITY: SignedTokenKind = {
+  type: "cubicle-screen+jwt",
+  issuer: "cubicle-api",
+  audience: "cubicle-proxy",
+  maxLifetimeSeconds: MAX_CAPABILITY_TTL_SECONDS,
+};
+
+/** The WebSocket subprotocol a browser names beside its token, and the one the proxy answers with. */
+export const SCREEN_PROTOCOL = "cubicle.screen.v1";
+
+export interface CapabilityGrant {
+  /** Who opens the socket: `user:<id>` or `api_key:<id>`. */
+  subject: string;
+  workspaceId: string;
+  computerId: string;
+  screen: number;
+  mode: ScreenMode;
+  /** The control lease the socket lives under; present exactly when `mode` is `control`. */
+  controlLeaseId?: string;
+  /** Sealed into the token; never readable by its bearer. */
+  target: ScreenTarget;
+}
+
+export interface MintedCapability {
+  token: string;
+  jti: string;
+  expiresAt: Date;
+}
+
+export interface VerifiedCapability extends CapabilityGrant {
+  jti: string;
+  issuedAt: Date;
+  expiresAt: Date;
+  keyId: string;
+}
+
+/** Remembers presented token ids; `claim` is true only the first time an id is presented. */
+export interface ReplayGuard {
+  claim(jti: string, expiresAt: Date): Promise<boolean>;
+}
+
+export async function mintCapability(
+  keyring: CapabilityKeyring,
+  grant: CapabilityGrant,
+  options: { ttlSeconds?: number; now?: Date } = {},
+): Promise<MintedCapability> {
+  checkGrant(grant);
+  const key = keyring.current;
+  const jti = randomUUID();
+  const issuedAt = Math.floor((options.now ?? new Date()).getTime() / 1000);
+  const ttl = options.ttlSeconds ?? MAX_CAPABILITY_TTL_SECONDS;
+  const payload = {
+    sub: grant.subject,
+    jti,
+    ws: grant.workspaceId,
+    cmp: grant.computerId,
+    scr: grant.screen,
+    mode: grant.mode,
+    ...(grant.controlLeaseId === undefined ? {} : { lease: grant.controlLeaseId }),
+    tgt: await seal(key, grant.target),
+  };
+  const token = await sign(SCREEN_CAPABILITY, key, payload, issuedAt, ttl);
+  return { token, jti, expiresAt: new Date((issuedAt + ttl) * 1000) };
+}
+
+/**
+ * Accepts a token once: pinned algorithm, known key id, our issuer and audience, within its time,
+ * well-formed claims, an intact sealed target, and a `jti` never presented before.
+ */
+export async function verifyCapability(
+  keyring: CapabilityKeyring,
+  token: unknown,
+  options: { replay: ReplayGuard; now?: Date },
+): Promise<VerifiedCapability> {
+  const { payload, key } = await verify(SCREEN_CAPABILITY, keyring, token, options.now ?? new Date());
+  const { ws, cmp, scr, mode, lease, tgt } = payload;
+  if (
+    typeof ws !== "string" ||
+    typeof cmp !== "string" ||
+    typeof scr !== "number" ||
+    typeof mode !== "string" ||
+    !(SCREEN_MODES as readonly string[]).includes(mode) ||
+    (lease !== undefined && typeof lease !== "string") ||
+    typeof tgt !== "string"
+  )
+    throw new CapabilityRefused("claims");
+  const grant: CapabilityGrant = {
+    subject: payload.sub,
+    workspaceId: ws,
+    computerId: cmp,
+    screen: scr,
+    mode: mode as ScreenMode,
+    ...(lease === undefined ? {} : { controlLeaseId: lease }),
+    target: await unseal(key, tgt),
+  };
+  try {
+    checkGrant(grant);
+  } catch {
+    throw new CapabilityRefused("claims");
+  }
+  const expiresAt = new Date(payload.exp * 1000);
+  if (!(await options.replay.claim(payload.jti, expiresAt))) throw new CapabilityRefused("replayed");
+  return { ...grant, jti: payload.jti, issuedAt: new Date(payload.iat * 1000), expiresAt, keyId: key.id };
+}
+
+function checkGrant(grant: CapabilityGrant): void {
+  if (!Number.isInteger(grant.screen) || grant.screen < 0 || grant.screen > 7)
+    throw new RangeError("screen must be an integer from 0 to 7");
+  if ((grant.mode === "control") !== (grant.controlLeaseId !== undefined))
+    throw new RangeError("a control lease id comes with control mode, and only with it");
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function seal(key: CapabilityKey, target: ScreenTarget): Promise<string> {
+  return new CompactEncrypt(encoder.encode(JSON.stringify(target)))
+    .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid: key.id })
+    .encrypt(key.sealing);
+}
+
+async function unseal(key: CapabilityKey, sealed: string): Promise<ScreenTarget> {
+  let plaintext: Uint8Array;
+  try {
+    ({ plaintext } = await compactDecrypt(sealed, key.sealing, {
+      keyManagementAlgorithms: ["dir"],
+      contentEncryptionAlgorithms: ["A256GCM"],
+    }));
+  } catch {
+    throw new CapabilityRefused("sealed-target");
+  }
+  const target = parseTarget(decoder.decode(plaintext));
+  if (!target) throw new CapabilityRefused("sealed-target");
+  return target;
+}
+
+function parseTarget(text: string): ScreenTarget | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const target = value as Record<string, unknown>;
+  if (target.kind === "vnc") {
+    const { host, port, password } = target;
+    return typeof host === "string" && Number.isInteger(port) && typeof password === "string"
+      ? { kind: "vnc", host, port: port as number, password }
+      : undefined;
+  }
+  if (target.kind === "vendor-websocket") {
+    const { url, password, headers } = target;
+    if (typeof url !== "string" || (password !== undefined && typeof password !== "string")) return undefined;
+    if (headers !== undefined && !isStringRecord(headers)) return undefined;
+    return {
+      kind: "vendor-websocket",
+      url,
+      ...(password === undefined ? {} : { password }),
+      ...(headers === undefined ? {} : { headers }),
+    };
+  }
+  return undefined;
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    Object.values(value).every((entry) => typeof entry === "string")
+  );
+}

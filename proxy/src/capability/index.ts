@@ -1,0 +1,14 @@
+export {
+  type CapabilityGrant,
+  MAX_CAPABILITY_TTL_SECONDS,
+  type MintedCapability,
+  mintCapability,
+  type ReplayGuard,
+  SCREEN_PROTOCOL,
+  type VerifiedCapability,
+  verifyCapability,
+} from "./capability.ts";
+export { type CapabilityKey, CapabilityKeyring, type CapabilityKeySecrets } from "./keys.ts";
+export { mintServiceToken, PROXY_SUBJECT, verifyServiceToken } from "./service-token.ts";
+export { CapabilityRefused, type RefusalReason } from "./signed.ts";
+export { SCREEN_MODES, type ScreenMode, type ScreenTarget } from "./target.ts";
