@@ -10,12 +10,14 @@ import { deploymentRoutes } from "./deployment/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { accessLog } from "./http/access-log.ts";
 import { toHttpProblem } from "./http/errors.ts";
-import { HttpProblem, problemResponse } from "./http/problem.ts";
+import { HttpProblem, noSuchRoute, problemResponse } from "./http/problem.ts";
 import { requestContext, requestIds } from "./http/request-context.ts";
 import { createRouter } from "./http/router.ts";
+import { proxyRoutes } from "./internal/proxy-routes.ts";
 import { invitationRoutes } from "./invitations/routes.ts";
 import { memberRoutes } from "./members/routes.ts";
 import { referenceRoutes } from "./openapi/reference.ts";
+import { screenRoutes } from "./screens/routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 const OPENAPI_PATH = "/openapi.json";
@@ -44,6 +46,8 @@ export function createApp(deps: AppDeps) {
   app.route("/", credentialRoutes());
   app.route("/", auditRoutes());
   app.route("/", deploymentRoutes());
+  app.route("/", screenRoutes());
+  app.route("/", proxyRoutes());
   app.route("/", referenceRoutes(OPENAPI_PATH));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "session", {
@@ -70,7 +74,7 @@ export function createApp(deps: AppDeps) {
   // A catch-all route rather than notFound(), so that unknown paths pass through the same
   // middleware (request id, security headers, authentication, logs) as known ones.
   app.all("*", () => {
-    throw new HttpProblem(404, "NOT_FOUND", "No such route.");
+    throw noSuchRoute();
   });
   app.onError((error, c) => {
     const problem = toHttpProblem(error);

@@ -1,4 +1,5 @@
 import type { DatabaseHandle } from "@cubicle/db";
+import type { CapabilityKeyring } from "@cubicle/proxy/capability";
 import type { WorkspaceRole } from "./access/roles.ts";
 import type { AuditLog } from "./audit/audit-log.ts";
 import type { CubicleAuth } from "./auth/auth.ts";
@@ -19,6 +20,12 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   sandbox: Sandbox;
+  /** Mints screen capabilities (and checks proxies' service tokens). */
+  capabilities: CapabilityKeyring;
+  /** The VNC password of a control lease's server (see screens/control-password.ts). */
+  controlPassword: (leaseId: string) => string;
+  /** Aborted when the API shuts down, so long-lived responses (event streams) end. */
+  stopping: AbortSignal;
   version: string;
 }
 

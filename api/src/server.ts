@@ -1,7 +1,9 @@
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type DatabaseHandle, migrateToLatest, openDatabase } from "@cubicle/db";
+import { CapabilityKeyring } from "@cubicle/proxy/capability";
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { AuditLog } from "./audit/audit-log.ts";
@@ -13,6 +15,8 @@ import { createCredentialCipher } from "./credentials/cipher.ts";
 import { createLogger } from "./observability/logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { Sandbox } from "./providers/sandbox.ts";
+import { controlPasswords } from "./screens/control-password.ts";
+import { startExpiryLoop } from "./screens/expiry-loop.ts";
 
 export const API_VERSION: string = JSON.parse(
   readFileSync(new URL("../package.json", import.meta.url), "utf8"),
@@ -45,6 +49,9 @@ export async function startApi(
   const audit = new AuditLog(database.db);
   const sandbox = new Sandbox(env, secrets.supervisorToken, database.db, logger);
   await sandbox.start();
+  const stopping = new AbortController();
+  // Every open lease stream (one per proxy replica) listens on it; that is not a leak.
+  setMaxListeners(0, stopping.signal);
   const deps: AppDeps = {
     env,
     database,
@@ -57,6 +64,12 @@ export async function startApi(
     logger,
     metrics: createMetrics(),
     sandbox,
+    capabilities: new CapabilityKeyring({
+      current: secrets.screenCapabilityKey,
+      previous: secrets.previousScreenCapabilityKeys,
+    }),
+    controlPassword: controlPasswords(secrets.screenCapabilityKey),
+    stopping: stopping.signal,
     version: API_VERSION,
   };
   const app = createApp(deps);
@@ -69,11 +82,15 @@ export async function startApi(
   const { port } = server.address() as AddressInfo;
   const url = `http://${env.host.includes(":") ? `[${env.host}]` : env.host}:${port}`;
   logger.info({ url, db: database.dialect, version: API_VERSION }, "cubicle api listening");
+  const expiryLoop = startExpiryLoop(deps);
 
   return {
     url,
     deps,
     close: async () => {
+      // Event streams end first: the server only finishes closing once every response has.
+      stopping.abort();
+      await expiryLoop.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await sandbox.shutdown();
       if (!options.database) await database.close();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createComputer } from "./support/computers.ts";
 import {
   expectStatus,
   type RawResponse,
@@ -6,7 +7,7 @@ import {
   type TestApi,
   type TestClient,
 } from "./support/harness.ts";
-import { buildWorld, join, type World } from "./support/world.ts";
+import { buildWorld, join, type Role, type World } from "./support/world.ts";
 
 /**
  * Who may call what: one row per /v1 route, one expected outcome per caller. A number is the
@@ -50,6 +51,8 @@ let w: World;
 let memberKey: string;
 /** Someone outside the workspace who hosts workspaces whose invitations the callers receive. */
 let host: TestClient;
+/** The workspace's Team Computer, running on the fake provider. */
+let computerId: string;
 let seq = 0;
 const unique = (prefix: string) => `${prefix}-${++seq}-${Date.now().toString(36)}`;
 
@@ -63,6 +66,7 @@ beforeAll(async () => {
   ).json.key;
   host = t.client();
   expectStatus(await host.signUp("host-matrix@example.com"), 200);
+  computerId = (await createComputer(t, w.workspaceId)).id;
 });
 afterAll(() => t?.close());
 
@@ -145,6 +149,47 @@ async function ownersKey() {
 }
 const keyEnabled = async (id: string) =>
   (await db().selectFrom("apikey").select("enabled").where("id", "=", id).executeTakeFirstOrThrow()).enabled;
+
+const screen = (index: number, rest = "") =>
+  ws(`/v1/workspaces/{workspaceId}/computers/${computerId}/screens/${index}${rest}`);
+const liveLease = (index: number) =>
+  db()
+    .selectFrom("control_leases")
+    .selectAll()
+    .where("computer_id", "=", computerId)
+    .where("screen_index", "=", index)
+    .where("released_at", "is", null)
+    .executeTakeFirst();
+const leaseRow = (id: string) =>
+  db().selectFrom("control_leases").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+/** Ends whatever lease the screen has, behind the API's back, so the next take starts clean. */
+const freeScreen = (index: number) =>
+  db()
+    .updateTable("control_leases")
+    .set({ released_at: new Date(), release_reason: "released" })
+    .where("computer_id", "=", computerId)
+    .where("screen_index", "=", index)
+    .where("released_at", "is", null)
+    .execute();
+/** A fresh lease of the screen: the caller's own when they may hold one, else the owner's. */
+async function heldBy(caller: Caller, index: number) {
+  await freeScreen(index);
+  const holder = caller === "owner" || caller === "admin" || caller === "member" ? caller : "owner";
+  return expectStatus(await w.people[holder].post(screen(index, "/control")), 201).json as {
+    leaseId: string;
+    expiresAt: string;
+  };
+}
+
+const auditedFor = async (leaseId: string, action: string) =>
+  (
+    await db()
+      .selectFrom("audit_events")
+      .select("data")
+      .where("action", "=", action)
+      .where("target_id", "=", computerId)
+      .execute()
+  ).filter((row) => row.data.leaseId === leaseId).length;
 
 const settingsUpdatedAt = async () =>
   (await db().selectFrom("deployment_settings").select("updated_at").executeTakeFirstOrThrow()).updated_at;
@@ -673,6 +718,123 @@ const MATRIX: Row[] = [
           expect((await settingsUpdatedAt()).getTime()).toBeGreaterThanOrEqual(before.getTime());
         },
         refused: async () => expect((await settingsUpdatedAt()).getTime()).toBe(before.getTime()),
+      };
+    },
+  },
+
+  // Screens
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/capabilities",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: 201,
+      viewer: 201,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 201,
+    },
+    prepare: async () => ({
+      path: screen(0, "/capabilities"),
+      body: { mode: "view" },
+      allowed: (r) => expect(r.json).toMatchObject({ mode: "view", token: expect.any(String) }),
+    }),
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: 201,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async (caller) => {
+      await freeScreen(1);
+      return {
+        path: screen(1, "/control"),
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ screen: 1 });
+          expect(await liveLease(1)).toMatchObject({
+            id: r.json.leaseId,
+            holder_user_id: w.people[caller as Role].userId,
+          });
+        },
+        refused: async () => expect(await liveLease(1)).toBeUndefined(),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => {
+      const { leaseId } = await heldBy("owner", 2);
+      return {
+        path: screen(2, "/control"),
+        allowed: (r) => expect(r.json).toMatchObject({ leaseId, holder: { id: w.people.owner.userId } }),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control/{leaseId}/renew",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async (caller) => {
+      const { leaseId } = await heldBy(caller, 3);
+      const before = (await leaseRow(leaseId)).expires_at;
+      return {
+        path: screen(3, `/control/${leaseId}/renew`),
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ leaseId, screen: 3 });
+          expect((await leaseRow(leaseId)).expires_at.getTime()).toBeGreaterThanOrEqual(before.getTime());
+          expect(await auditedFor(leaseId, "screen.control_renewed")).toBe(1);
+        },
+        refused: async () => {
+          expect((await leaseRow(leaseId)).expires_at.getTime()).toBe(before.getTime());
+          expect(await auditedFor(leaseId, "screen.control_renewed")).toBe(0);
+        },
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control/{leaseId}",
+    expect: {
+      owner: 204,
+      admin: 204,
+      member: 204,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async (caller) => {
+      const { leaseId } = await heldBy(caller, 4);
+      return {
+        path: screen(4, `/control/${leaseId}`),
+        allowed: async () => expect(await leaseRow(leaseId)).toMatchObject({ release_reason: "released" }),
+        refused: async () => expect((await leaseRow(leaseId)).released_at).toBeNull(),
       };
     },
   },

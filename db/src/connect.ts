@@ -13,8 +13,22 @@ export interface DatabaseHandle {
   readonly dialect: DialectName;
   /** True when a trivial query answers; used by health checks. */
   ping(): Promise<boolean>;
+  /**
+   * Calls `onPayload` for every notification on `channel` (sent with `select pg_notify(channel,
+   * payload)`, so inside a transaction it arrives only on commit, at every process listening).
+   * Resolves once listening; the returned function stops it. `onResubscribed` is called when a
+   * lost listening connection was re-established: notifications sent meanwhile are gone.
+   */
+  listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    onResubscribed?: () => void,
+  ): Promise<Unlisten>;
   close(): Promise<void>;
 }
+
+export type Unlisten = () => Promise<void>;
+type Listen = DatabaseHandle["listen"];
 
 export type DatabaseLocation =
   /** A Postgres server reached with postgres.js. */
@@ -41,8 +55,24 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
       },
     });
     const db = new Kysely<Database>({ dialect: new PostgresJSDialect({ postgres: client }) });
+    // postgres.js listens on one dedicated connection and listens again after it reconnects.
+    const listen: Listen = async (channel, onPayload, onResubscribed) => {
+      let active = true;
+      let listened = 0;
+      const { unlisten } = await client.listen(
+        checkChannel(channel),
+        (payload) => active && onPayload(payload),
+        () => active && listened++ > 0 && onResubscribed?.(),
+      );
+      return once(async () => {
+        // After a reconnect postgres.js registers the listener anew and this unlisten no longer
+        // finds it, so the flag is what really stops delivery.
+        active = false;
+        await unlisten();
+      });
+    };
     // Kysely's destroy() waits without limit for the pool; a bounded end() cannot hang a shutdown.
-    return handle(db, "postgres", () => client.end({ timeout: CLOSE_TIMEOUT_SECONDS }));
+    return handle(db, "postgres", listen, () => client.end({ timeout: CLOSE_TIMEOUT_SECONDS }));
   }
   let pglite: PGlite;
   if ("pgliteDirectory" in location) {
@@ -52,13 +82,42 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
     pglite = await PGlite.create({ parsers: { [INT8_OID]: Number } });
   }
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  return handle(db, "pglite", () => db.destroy());
+  // PGlite is one session that Kysely hands out exclusively; LISTEN runs while holding it, or it
+  // could land inside (and be rolled back with) another caller's open transaction.
+  const exclusively = <T>(run: () => Promise<T>) => db.connection().execute(run);
+  const listen: Listen = async (channel, onPayload) => {
+    const stop = await exclusively(() => pglite.listen(checkChannel(channel), onPayload));
+    return once(async () => {
+      if (!pglite.closed) await exclusively(() => stop());
+    });
+  };
+  return handle(db, "pglite", listen, () => db.destroy());
 }
 
-function handle(db: Kysely<Database>, dialect: DialectName, close: () => Promise<void>): DatabaseHandle {
+/** Channel names reach LISTEN unquoted on PGlite, so only plain lowercase identifiers pass. */
+function checkChannel(channel: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new RangeError(`not a channel name: ${channel}`);
+  return channel;
+}
+
+function once(run: () => Promise<void>): Unlisten {
+  let done: Promise<void> | undefined;
+  return () => {
+    done ??= run();
+    return done;
+  };
+}
+
+function handle(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  listen: Listen,
+  close: () => Promise<void>,
+): DatabaseHandle {
   return {
     db,
     dialect,
+    listen,
     async ping() {
       try {
         await sql`select 1`.execute(db);

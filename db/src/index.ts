@@ -1,3 +1,9 @@
-export { type DatabaseHandle, type DatabaseLocation, type DialectName, openDatabase } from "./connect.ts";
+export {
+  type DatabaseHandle,
+  type DatabaseLocation,
+  type DialectName,
+  openDatabase,
+  type Unlisten,
+} from "./connect.ts";
 export { migrateToLatest, migrations } from "./migrate.ts";
 export * from "./schema.ts";

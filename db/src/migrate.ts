@@ -2,11 +2,13 @@ import type { Kysely } from "kysely";
 import { type Migration, type MigrationResultSet, Migrator } from "kysely/migration";
 import * as accounts from "./migrations/0001_accounts.ts";
 import * as domain from "./migrations/0002_domain.ts";
+import * as screenCapabilities from "./migrations/0003_screen_capabilities.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
   "0001_accounts": accounts,
   "0002_domain": domain,
+  "0003_screen_capabilities": screenCapabilities,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

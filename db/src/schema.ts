@@ -113,6 +113,12 @@ export interface ControlLeasesTable extends FencedLease {
   release_reason: "released" | "expired" | "revoked" | null;
 }
 
+/** Screen capability token ids already presented to a proxy (single use across replicas). */
+export interface CapabilityRedemptionsTable {
+  jti: string;
+  expires_at: Timestamp;
+}
+
 /** Append-only: the database refuses UPDATE, DELETE and TRUNCATE. */
 export interface AuditEventsTable {
   id: ColumnType<number, never, never>;
@@ -149,6 +155,7 @@ export interface DomainTables {
   execution_leases: ExecutionLeasesTable;
   screen_leases: ScreenLeasesTable;
   control_leases: ControlLeasesTable;
+  capability_redemptions: CapabilityRedemptionsTable;
   audit_events: AuditEventsTable;
   connector_credentials: ConnectorCredentialsTable;
 }
@@ -159,4 +166,5 @@ export type AuditEvent = Selectable<AuditEventsTable>;
 export type NewAuditEvent = Insertable<AuditEventsTable>;
 export type Bot = Selectable<BotsTable>;
 export type Computer = Selectable<ComputersTable>;
+export type ControlLease = Selectable<ControlLeasesTable>;
 export type ComputerUpdate = Updateable<ComputersTable>;

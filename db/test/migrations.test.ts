@@ -48,6 +48,7 @@ describe("migrations", () => {
         "execution_leases",
         "screen_leases",
         "control_leases",
+        "capability_redemptions",
         "audit_events",
         "connector_credentials",
       ]),

@@ -73,7 +73,14 @@ function stop(child: ChildProcess): Promise<void> {
 describe("quick start", () => {
   it("serves GET /health with db ok on the embedded defaults, with no configuration", async () => {
     const port = await findFreePort();
-    const run = startCommand({ PORT: String(port) });
+    const proxyPort = await findFreePort();
+    const supervisorPort = await findFreePort();
+    const ports = {
+      PORT: String(port),
+      PROXY_PORT: String(proxyPort),
+      SANDBOX_SUPERVISOR_URL: `http://127.0.0.1:${supervisorPort}`,
+    };
+    const run = startCommand(ports);
     const response = await waitForHealth(`http://127.0.0.1:${port}/health`, run.exited, run.output);
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({
@@ -82,6 +89,15 @@ describe("quick start", () => {
       dbDialect: "pglite",
       sandbox: "docker",
     });
+    // the same command runs the screen proxy (following api's control leases) and the supervisor
+    const proxyHealth = await waitForHealth(`http://127.0.0.1:${proxyPort}/health`, run.exited, run.output);
+    expect(await proxyHealth.json()).toMatchObject({ ok: true });
+    const supervisorHealth = await waitForHealth(
+      `http://127.0.0.1:${supervisorPort}/health`,
+      run.exited,
+      run.output,
+    );
+    expect(await supervisorHealth.json()).toMatchObject({ ok: true, docker: "ok" });
 
     // Development secrets were generated, kept private, and survive a restart.
     const secretFile = join(run.dataDir, "secrets", "better-auth-secret");
@@ -94,7 +110,7 @@ describe("quick start", () => {
         PATH: process.env.PATH ?? "",
         HOME: process.env.HOME ?? "/root",
         DATA_DIR: run.dataDir,
-        PORT: String(port),
+        ...ports,
       },
       stdio: "ignore",
     });
@@ -131,6 +147,7 @@ describe("quick start", () => {
       NODE_ENV: "production",
       BETTER_AUTH_SECRET: "startup-test-auth-secret-0123456789abcdef",
       ENCRYPTION_KEY: "startup-test-encryption-key-0123456789abc",
+      SCREEN_CAPABILITY_KEY: "startup-test-capability-key-0123456789ab",
     };
 
     it("refuses an unknown SANDBOX_PROVIDER in one line naming every valid value", async () => {

@@ -96,6 +96,7 @@ export interface SupervisorClient {
 
   openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
   closeScreen(ref: ComputerRef, index: number): Promise<void>;
+  /** Kept (connections and all) when already running with `password`; replaced otherwise. */
   openControl(ref: ComputerRef, index: number, password: string): Promise<ControlInfo>;
   closeControl(ref: ComputerRef, index: number): Promise<void>;
   observe(ref: ComputerRef, index: number): Promise<Observation>;

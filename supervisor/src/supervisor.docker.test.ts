@@ -15,7 +15,7 @@ import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSupervisorClient, type SupervisorClient, SupervisorError } from "./client.ts";
 import { distinctPixels } from "./testing/png.ts";
-import { vncAccepts } from "./testing/vnc.ts";
+import { holdVncConnection, vncAccepts, vncAnswers } from "./testing/vnc.ts";
 import { type CommandEvent, type ComputerRef, OUTPUT_TRUNCATED_MARKER } from "./wire.ts";
 
 const IMAGE = "cubicle-computer:latest";
@@ -456,7 +456,43 @@ describe("the supervisor on the real engine", () => {
     });
     await client.closeControl(ref, 1);
     expect((await client.status(ref)).screens[1]).toMatchObject({ control: false, controlPort: null });
+    expect(await vncAnswers(control.controlPort)).toBe(false);
+    await client.closeControl(ref, 1);
     expect((await failure(client.closeScreen(ref, 0))).code).toBe("SCREEN_PERMANENT");
+  });
+
+  it("keeps the control server for the same password and replaces it for another", LONG, async () => {
+    const first = await client.openControl(ref, 1, "same1234");
+    const held = await holdVncConnection(first.controlPort);
+    expect(held.banner).toBe("RFB 003.008\n");
+    const pidOf = async () =>
+      (await run(client, ref, "cat /run/cubicle/screens/1/control.pid")).stdout.trim();
+    const pid = await pidOf();
+    expect(pid).toMatch(/^\d+$/);
+
+    // the same password again: same port, same server, and the open connection is still served
+    expect(await client.openControl(ref, 1, "same1234")).toEqual(first);
+    expect(await pidOf()).toBe(pid);
+    expect(held.isClosed(), "the control connection survived the second open").toBe(false);
+    expect(await held.securityTypes()).toContain(2);
+    expect(await vncAccepts(first.controlPort, "same1234")).toBe(true);
+
+    // another password: a new server, the old connection drops, only the new password works
+    const other = await holdVncConnection(first.controlPort);
+    const replaced = await client.openControl(ref, 1, "next5678");
+    expect(replaced.controlPort).toBe(first.controlPort);
+    expect(await other.closesWithin(10_000), "the old control connection dropped").toBe(true);
+    expect(held.isClosed() || (await held.closesWithin(10_000))).toBe(true);
+    expect(await pidOf()).not.toBe(pid);
+    expect(await vncAccepts(replaced.controlPort, "next5678")).toBe(true);
+    expect(await vncAccepts(replaced.controlPort, "same1234")).toBe(false);
+
+    // the view server was never touched
+    const view = await client.openScreen(ref, 1);
+    expect(await vncAccepts(view.viewPort, view.viewPassword)).toBe(true);
+    await client.closeControl(ref, 1);
+    expect(await vncAnswers(replaced.controlPort)).toBe(false);
+    expect(await vncAccepts(view.viewPort, view.viewPassword)).toBe(true);
   });
 
   it("refuses another computer's identity", async () => {

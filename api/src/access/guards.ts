@@ -47,19 +47,19 @@ export function guard(access: RouteAccess): MiddlewareHandler<AppEnv> {
       c.set("workspace", { workspaceId, role });
     }
     // Before the role check: no key may call a people route, whatever its role, so say so.
-    if (access.people && principal.kind !== "user") {
-      throw new HttpProblem(403, "PERSON_REQUIRED", "API keys cannot do this; a signed-in person must.");
-    }
-    if (access.kind === "workspace" && role && !hasRole(role, access.minRole)) {
-      throw new HttpProblem(
-        403,
-        "ROLE_FORBIDDEN",
-        `This needs the ${access.minRole} role or higher; you are ${role}.`,
-      );
-    }
+    if (access.people && principal.kind !== "user") throw personRequired();
+    if (access.kind === "workspace" && role && !hasRole(role, access.minRole))
+      throw roleForbidden(access.minRole, role);
     return next();
   };
 }
+
+/** Also thrown by handlers whose rule depends on the request (e.g. the mode asked for). */
+export const personRequired = () =>
+  new HttpProblem(403, "PERSON_REQUIRED", "API keys cannot do this; a signed-in person must.");
+
+export const roleForbidden = (minimum: WorkspaceRole, actual: WorkspaceRole) =>
+  new HttpProblem(403, "ROLE_FORBIDDEN", `This needs the ${minimum} role or higher; you are ${actual}.`);
 
 async function roleIn(
   c: Parameters<MiddlewareHandler<AppEnv>>[0],

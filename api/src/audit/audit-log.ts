@@ -42,9 +42,10 @@ export const SYSTEM_ACTOR: AuditActor = { type: "system", id: null, label: "cubi
 export class AuditLog {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async record(entry: AuditEntry): Promise<void> {
+  /** `db` may be a transaction, so the record commits (or not) with the change it describes. */
+  async record(entry: AuditEntry, db: Kysely<Database> = this.db): Promise<void> {
     const request = currentRequest();
-    await this.db
+    await db
       .insertInto("audit_events")
       .values({
         workspace_id: entry.workspaceId ?? null,

@@ -28,6 +28,12 @@ describe("parseEnv defaults", () => {
       betterAuthSecret: undefined,
       encryptionKey: undefined,
       previousEncryptionKeys: [],
+      screens: {
+        capabilityKey: undefined,
+        previousCapabilityKeys: [],
+        proxyPublicUrl: "ws://127.0.0.1:3200",
+        controlLeaseMs: 900_000,
+      },
       sandbox: expect.objectContaining({ provider: "docker" }),
     });
   });
@@ -45,6 +51,7 @@ describe("parseEnv defaults", () => {
     expect(Object.isFrozen(env)).toBe(true);
     expect(Object.isFrozen(env.trustedOrigins)).toBe(true);
     expect(Object.isFrozen(env.previousEncryptionKeys)).toBe(true);
+    expect(Object.isFrozen(env.screens.previousCapabilityKeys)).toBe(true);
   });
 });
 
@@ -161,6 +168,47 @@ describe("parseEnv errors", () => {
   it("does not echo DATABASE_URL, which may hold a password", () => {
     const error = errorOf({ DATABASE_URL: "mysql://user:hunter2@db/cubicle" });
     expect(error.message).not.toContain("hunter2");
+  });
+});
+
+describe("screen settings", () => {
+  it("keep the capability keys raw and split the previous ones", () => {
+    const env = parseEnv({
+      SCREEN_CAPABILITY_KEY: "cap-key",
+      SCREEN_CAPABILITY_PREVIOUS_KEYS: "old-1, old-2,",
+    });
+    expect(env.screens.capabilityKey).toBe("cap-key");
+    expect(env.screens.previousCapabilityKeys).toEqual(["old-1", "old-2"]);
+  });
+
+  it("read the proxy's public URL", () => {
+    expect(parseEnv({ PROXY_PUBLIC_URL: "wss://screens.example.com/" }).screens.proxyPublicUrl).toBe(
+      "wss://screens.example.com",
+    );
+    expect(parseEnv({ PROXY_PUBLIC_URL: "wss://example.com/proxy" }).screens.proxyPublicUrl).toBe(
+      "wss://example.com/proxy",
+    );
+    for (const bad of ["https://example.com", "ws://user:pw@example.com", "ws://example.com/?t=1", "nope"]) {
+      expect(() => parseEnv({ PROXY_PUBLIC_URL: bad }), bad).toThrow(
+        "PROXY_PUBLIC_URL: must be a ws:// or wss:// URL",
+      );
+    }
+  });
+
+  it("bound the control lease: 10 s to 4 h, and down to 1 s in tests", () => {
+    expect(parseEnv({ CONTROL_LEASE_MS: "10000" }).screens.controlLeaseMs).toBe(10_000);
+    expect(parseEnv({ CONTROL_LEASE_MS: "14400000" }).screens.controlLeaseMs).toBe(14_400_000);
+    expect(parseEnv({ NODE_ENV: "test", CONTROL_LEASE_MS: "1000" }).screens.controlLeaseMs).toBe(1_000);
+    expect(errorOf({ CONTROL_LEASE_MS: "9999" }).problems).toEqual([
+      "CONTROL_LEASE_MS: must be from 10000 to 14400000 milliseconds",
+    ]);
+    expect(errorOf({ NODE_ENV: "test", CONTROL_LEASE_MS: "999" }).problems).toEqual([
+      "CONTROL_LEASE_MS: must be from 1000 to 14400000 milliseconds",
+    ]);
+    expect(errorOf({ CONTROL_LEASE_MS: "14400001" }).message).toContain("CONTROL_LEASE_MS");
+    expect(errorOf({ CONTROL_LEASE_MS: "15m" }).message).toContain(
+      "CONTROL_LEASE_MS: must be a positive whole number",
+    );
   });
 });
 

@@ -31,7 +31,19 @@ export interface ApiEnv {
   readonly betterAuthSecret: string | undefined;
   readonly encryptionKey: string | undefined;
   readonly previousEncryptionKeys: readonly string[];
+  readonly screens: ScreensEnv;
   readonly sandbox: SandboxEnv;
+}
+
+/** Live screens (DESIGN §4). The capability keys are secrets, validated in secrets.ts. */
+export interface ScreensEnv {
+  readonly capabilityKey: string | undefined;
+  /** Retired keys still accepted for verification, for the overlap of a rotation. */
+  readonly previousCapabilityKeys: readonly string[];
+  /** Where browsers open screen sockets (the proxy), handed out with each capability. */
+  readonly proxyPublicUrl: string;
+  /** How long a take-control lasts unless renewed. */
+  readonly controlLeaseMs: number;
 }
 
 /** Where computers run (DESIGN §3, §6). Vendor keys are secrets: never logged, never returned. */
@@ -97,6 +109,8 @@ function positiveMilliseconds(fallback: number) {
     return ms;
   });
 }
+
+const CONTROL_LEASE_MS = { default: 900_000, min: 10_000, testMin: 1_000, max: 4 * 3_600_000 };
 
 const ORIGIN_RULE = "must be an http(s) origin without path, query or credentials (e.g. https://example.com)";
 
@@ -168,6 +182,28 @@ const schema = z
     BETTER_AUTH_SECRET: optionalTrimmed,
     ENCRYPTION_KEY: optionalTrimmed,
     ENCRYPTION_KEYS_PREVIOUS: optionalTrimmed.transform(splitList),
+    SCREEN_CAPABILITY_KEY: optionalTrimmed,
+    SCREEN_CAPABILITY_PREVIOUS_KEYS: optionalTrimmed.transform(splitList),
+    PROXY_PUBLIC_URL: optionalTrimmed.transform((v, ctx) => {
+      if (v === undefined) return "ws://127.0.0.1:3200";
+      const url = URL.canParse(v) ? new URL(v) : undefined;
+      if (
+        !url ||
+        (url.protocol !== "ws:" && url.protocol !== "wss:") ||
+        url.username !== "" ||
+        url.password !== "" ||
+        url.search !== "" ||
+        url.hash !== ""
+      ) {
+        ctx.addIssue({
+          code: "custom",
+          message: "must be a ws:// or wss:// URL without credentials or query",
+        });
+        return z.NEVER;
+      }
+      return v.replace(/\/+$/, "");
+    }),
+    CONTROL_LEASE_MS: positiveMilliseconds(CONTROL_LEASE_MS.default),
     SANDBOX_PROVIDER: optionalTrimmed.transform((v, ctx) => {
       if (v === undefined) return "docker" as const;
       if ((PROVIDER_KINDS as readonly string[]).includes(v)) return v as ProviderKind;
@@ -201,7 +237,16 @@ const schema = z
       return roots.map((root) => path.resolve(root));
     }),
   })
-  .transform((raw): ApiEnv => {
+  .transform((raw, ctx): ApiEnv => {
+    // Tests may use short leases to watch them expire; real ones are long enough to be renewed.
+    const minLeaseMs = raw.NODE_ENV === "test" ? CONTROL_LEASE_MS.testMin : CONTROL_LEASE_MS.min;
+    if (raw.CONTROL_LEASE_MS < minLeaseMs || raw.CONTROL_LEASE_MS > CONTROL_LEASE_MS.max) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["CONTROL_LEASE_MS"],
+        message: `must be from ${minLeaseMs} to ${CONTROL_LEASE_MS.max} milliseconds`,
+      });
+    }
     const publicUrl = raw.PUBLIC_URL ?? `http://127.0.0.1:${raw.PORT}`;
     // The API's own origin must always be trusted or its own pages could not call it.
     const trustedOrigins = [...new Set([publicUrl, ...(raw.TRUSTED_ORIGINS ?? DEFAULT_WEB_ORIGINS)])];
@@ -218,6 +263,12 @@ const schema = z
       betterAuthSecret: raw.BETTER_AUTH_SECRET,
       encryptionKey: raw.ENCRYPTION_KEY,
       previousEncryptionKeys: Object.freeze(raw.ENCRYPTION_KEYS_PREVIOUS),
+      screens: Object.freeze({
+        capabilityKey: raw.SCREEN_CAPABILITY_KEY,
+        previousCapabilityKeys: Object.freeze(raw.SCREEN_CAPABILITY_PREVIOUS_KEYS),
+        proxyPublicUrl: raw.PROXY_PUBLIC_URL,
+        controlLeaseMs: raw.CONTROL_LEASE_MS,
+      }),
       sandbox: Object.freeze({
         provider: raw.SANDBOX_PROVIDER,
         supervisorUrl: raw.SANDBOX_SUPERVISOR_URL,

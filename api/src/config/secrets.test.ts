@@ -8,6 +8,9 @@ import { resolveSecrets } from "./secrets.ts";
 const AUTH = "auth-secret-0123456789abcdefghijklmnop";
 const ENC = "encryption-key-0123456789abcdefghijklm";
 const OLD = "old-encryption-key-0123456789abcdefghij";
+const CAP = "screen-capability-key-0123456789abcdefg";
+const MISSING =
+  "missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)";
 
 let dataDir: string;
 
@@ -19,8 +22,9 @@ afterEach(() => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** The screen capability key is given unless a test says otherwise (`SCREEN_CAPABILITY_KEY: undefined`). */
 function envWith(vars: Record<string, string | undefined>) {
-  return parseEnv({ DATA_DIR: dataDir, SANDBOX_PROVIDER: "none", ...vars });
+  return parseEnv({ DATA_DIR: dataDir, SANDBOX_PROVIDER: "none", SCREEN_CAPABILITY_KEY: CAP, ...vars });
 }
 
 function problemsOf(vars: Record<string, string | undefined>): string[] {
@@ -45,7 +49,14 @@ describe("resolveSecrets with provided values", () => {
         ENCRYPTION_KEYS_PREVIOUS: OLD,
       }),
     );
-    expect(secrets).toEqual({ betterAuthSecret: AUTH, encryptionKey: ENC, previousEncryptionKeys: [OLD] });
+    expect(secrets).toEqual({
+      betterAuthSecret: AUTH,
+      encryptionKey: ENC,
+      previousEncryptionKeys: [OLD],
+      supervisorToken: undefined,
+      screenCapabilityKey: CAP,
+      previousScreenCapabilityKeys: [],
+    });
   });
 
   it("does not touch DATA_DIR when both are provided in development", () => {
@@ -56,10 +67,11 @@ describe("resolveSecrets with provided values", () => {
 
 describe("resolveSecrets in development", () => {
   it("generates missing secrets, persists them with 0600/0700, and reuses them on restart", () => {
-    const first = resolveSecrets(envWith({ NODE_ENV: "development" }));
-    const second = resolveSecrets(envWith({ NODE_ENV: "development" }));
+    const first = resolveSecrets(envWith({ NODE_ENV: "development", SCREEN_CAPABILITY_KEY: undefined }));
+    const second = resolveSecrets(envWith({ NODE_ENV: "development", SCREEN_CAPABILITY_KEY: undefined }));
 
     expect(second).toEqual(first);
+    expect(first.screenCapabilityKey).toMatch(/^[A-Za-z0-9_-]{64}$/);
     expect(first.betterAuthSecret).toMatch(/^[A-Za-z0-9_-]{64}$/);
     expect(first.encryptionKey).toMatch(/^[A-Za-z0-9_-]{64}$/);
     expect(first.betterAuthSecret).not.toBe(first.encryptionKey);
@@ -69,11 +81,16 @@ describe("resolveSecrets in development", () => {
     for (const [file, value] of [
       ["better-auth-secret", first.betterAuthSecret],
       ["encryption-key", first.encryptionKey],
+      ["screen-capability-key", first.screenCapabilityKey],
     ] as const) {
       expect(mode(path.join(dir, file))).toBe(0o600);
       expect(fs.readFileSync(path.join(dir, file), "utf8").trim()).toBe(value);
     }
-    expect(fs.readdirSync(dir).sort()).toEqual(["better-auth-secret", "encryption-key"]);
+    expect(fs.readdirSync(dir).sort()).toEqual([
+      "better-auth-secret",
+      "encryption-key",
+      "screen-capability-key",
+    ]);
   });
 
   it("only fills in the missing one", () => {
@@ -95,10 +112,11 @@ describe("resolveSecrets in development", () => {
 });
 
 describe("resolveSecrets refusals", () => {
-  it.each(["production", "test"])("requires both secrets in %s", (nodeEnv) => {
-    expect(problemsOf({ NODE_ENV: nodeEnv })).toEqual([
-      "BETTER_AUTH_SECRET: missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)",
-      "ENCRYPTION_KEY: missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)",
+  it.each(["production", "test"])("requires every secret in %s", (nodeEnv) => {
+    expect(problemsOf({ NODE_ENV: nodeEnv, SCREEN_CAPABILITY_KEY: undefined })).toEqual([
+      `BETTER_AUTH_SECRET: ${MISSING}`,
+      `ENCRYPTION_KEY: ${MISSING}`,
+      `SCREEN_CAPABILITY_KEY: ${MISSING}`,
     ]);
     expect(fs.existsSync(path.join(dataDir, "secrets"))).toBe(false);
   });
@@ -225,5 +243,52 @@ describe("the supervisor token", () => {
     expect(first.supervisorToken?.length).toBeGreaterThanOrEqual(32);
     expect(second.supervisorToken).toBe(first.supervisorToken);
     expect(mode(path.join(dataDir, "secrets", "supervisor-token"))).toBe(0o600);
+  });
+});
+
+describe("the screen capability key", () => {
+  const base = { NODE_ENV: "production", BETTER_AUTH_SECRET: AUTH, ENCRYPTION_KEY: ENC };
+
+  it("is required outside development and checked like the other secrets", () => {
+    expect(problemsOf({ ...base, SCREEN_CAPABILITY_KEY: undefined })).toEqual([
+      `SCREEN_CAPABILITY_KEY: ${MISSING}`,
+    ]);
+    expect(problemsOf({ ...base, SCREEN_CAPABILITY_KEY: "short" })).toEqual([
+      "SCREEN_CAPABILITY_KEY: shorter than 32 characters",
+    ]);
+  });
+
+  it("is generated and kept under DATA_DIR in development", () => {
+    const dev = { NODE_ENV: "development", SCREEN_CAPABILITY_KEY: undefined };
+    const first = resolveSecrets(envWith(dev));
+    expect(resolveSecrets(envWith(dev)).screenCapabilityKey).toBe(first.screenCapabilityKey);
+    const file = path.join(dataDir, "secrets", "screen-capability-key");
+    expect(fs.readFileSync(file, "utf8").trim()).toBe(first.screenCapabilityKey);
+    expect(mode(file)).toBe(0o600);
+  });
+
+  it("must differ from every other secret, and so must the previous keys", () => {
+    const token = "supervisor-token-0123456789abcdefghijk";
+    expect(problemsOf({ ...base, SCREEN_CAPABILITY_KEY: AUTH })).toEqual([
+      "SCREEN_CAPABILITY_KEY: must differ from BETTER_AUTH_SECRET",
+    ]);
+    expect(
+      problemsOf({
+        ...base,
+        SANDBOX_PROVIDER: "docker",
+        SANDBOX_SUPERVISOR_TOKEN: token,
+        SCREEN_CAPABILITY_KEY: token,
+        SCREEN_CAPABILITY_PREVIOUS_KEYS: `${OLD},tiny,${ENC}`,
+      }),
+    ).toEqual([
+      "SCREEN_CAPABILITY_PREVIOUS_KEYS[1]: shorter than 32 characters",
+      "SCREEN_CAPABILITY_KEY: must differ from SANDBOX_SUPERVISOR_TOKEN",
+      "SCREEN_CAPABILITY_PREVIOUS_KEYS[2]: must differ from ENCRYPTION_KEY",
+    ]);
+  });
+
+  it("returns the previous keys for verification during a rotation", () => {
+    const secrets = resolveSecrets(envWith({ ...base, SCREEN_CAPABILITY_PREVIOUS_KEYS: OLD }));
+    expect(secrets).toMatchObject({ screenCapabilityKey: CAP, previousScreenCapabilityKeys: [OLD] });
   });
 });

@@ -9,6 +9,9 @@ export interface Secrets {
   previousEncryptionKeys: string[];
   /** Present when the configured provider is `docker`, which needs it to reach the supervisor. */
   supervisorToken: string | undefined;
+  /** Signs and seals screen capabilities; the proxy is given the same value. */
+  screenCapabilityKey: string;
+  previousScreenCapabilityKeys: string[];
 }
 
 const MIN_SECRET_LENGTH = 32;
@@ -55,6 +58,7 @@ const SECRET_FILES = {
   BETTER_AUTH_SECRET: "better-auth-secret",
   ENCRYPTION_KEY: "encryption-key",
   SANDBOX_SUPERVISOR_TOKEN: "supervisor-token",
+  SCREEN_CAPABILITY_KEY: "screen-capability-key",
 } as const;
 
 type RequiredSecret = keyof typeof SECRET_FILES;
@@ -112,6 +116,7 @@ export function resolveSecrets(env: ApiEnv): Secrets {
     BETTER_AUTH_SECRET: env.betterAuthSecret,
     ENCRYPTION_KEY: env.encryptionKey,
     SANDBOX_SUPERVISOR_TOKEN: env.sandbox.supervisorToken,
+    SCREEN_CAPABILITY_KEY: env.screens.capabilityKey,
   };
   const required = (Object.keys(SECRET_FILES) as RequiredSecret[]).filter(
     (name) => name !== "SANDBOX_SUPERVISOR_TOKEN" || env.sandbox.provider === "docker",
@@ -160,7 +165,33 @@ export function resolveSecrets(env: ApiEnv): Secrets {
     problems.push("SANDBOX_SUPERVISOR_TOKEN: must differ from BETTER_AUTH_SECRET and ENCRYPTION_KEY");
   }
 
-  if (problems.length > 0 || betterAuthSecret === undefined || encryptionKey === undefined) {
+  // Whoever holds a capability key can mint screen access; it must not also open sessions or data.
+  const others = Object.entries({
+    BETTER_AUTH_SECRET: betterAuthSecret,
+    ENCRYPTION_KEY: encryptionKey,
+    SANDBOX_SUPERVISOR_TOKEN: supervisorToken,
+  });
+  const capabilityKeys: [string, string | undefined][] = [
+    ["SCREEN_CAPABILITY_KEY", resolved.SCREEN_CAPABILITY_KEY],
+    ...env.screens.previousCapabilityKeys.map((key, index): [string, string] => [
+      `SCREEN_CAPABILITY_PREVIOUS_KEYS[${index}]`,
+      key,
+    ]),
+  ];
+  for (const [label, key] of capabilityKeys.slice(1)) problems.push(...checkSecret(label, key ?? ""));
+  for (const [label, key] of capabilityKeys) {
+    for (const [other, value] of others) {
+      if (key !== undefined && key === value) problems.push(`${label}: must differ from ${other}`);
+    }
+  }
+
+  const screenCapabilityKey = resolved.SCREEN_CAPABILITY_KEY;
+  if (
+    problems.length > 0 ||
+    betterAuthSecret === undefined ||
+    encryptionKey === undefined ||
+    screenCapabilityKey === undefined
+  ) {
     throw new ConfigError(problems);
   }
   return {
@@ -168,5 +199,7 @@ export function resolveSecrets(env: ApiEnv): Secrets {
     encryptionKey,
     previousEncryptionKeys: [...env.previousEncryptionKeys],
     supervisorToken,
+    screenCapabilityKey,
+    previousScreenCapabilityKeys: [...env.screens.previousCapabilityKeys],
   };
 }

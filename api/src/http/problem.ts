@@ -69,5 +69,8 @@ export function problemResponse(c: Context, problem: HttpProblem): Response {
   });
 }
 
+/** The answer for an unknown path, also given to callers who must not learn that a path exists. */
+export const noSuchRoute = () => new HttpProblem(404, "NOT_FOUND", "No such route.");
+
 export const notFound = (what: string, code = `${what.toUpperCase().replaceAll(" ", "_")}_NOT_FOUND`) =>
   new HttpProblem(404, code, `No ${what} with that id is visible to you.`);

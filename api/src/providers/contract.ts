@@ -4,6 +4,7 @@
  * (api/test/providers/) hold every implementation to the same behaviour.
  */
 
+import type { ScreenTarget } from "@cubicle/proxy/capability";
 import type {
   ActResult,
   CommandEvent,
@@ -11,6 +12,10 @@ import type {
   FileEntry,
   Observation,
 } from "@cubicle/supervisor/client";
+
+// Where the screen proxy connects for one screen (never shown to a browser): the proxy owns that
+// contract, providers produce targets for it.
+export type { ScreenTarget } from "@cubicle/proxy/capability";
 
 // The machine-level vocabulary (command events, files, screens, input actions) is the
 // supervisor's wire contract; every provider speaks it, so it is defined once, there.
@@ -68,10 +73,8 @@ export interface ProviderCapabilities {
   pty: boolean;
 }
 
-/** Where the screen proxy connects for one screen; never shown to a browser. */
-export type ScreenTarget =
-  | { kind: "vnc"; host: string; port: number; password: string }
-  | { kind: "vendor-websocket"; url: string; password?: string };
+/** VNC authentication uses at most 8 characters; control passwords are 1 to 8 printable ASCII ones. */
+export const CONTROL_PASSWORD = /^[\x21-\x7e]{1,8}$/;
 
 export interface CommandRequest {
   command: string;
@@ -96,7 +99,17 @@ export interface SandboxProvider {
   status(ref: MachineRef): Promise<MachineStatus>;
   keepAlive?(ref: MachineRef): Promise<void>;
 
+  /** The screen's view-only VNC target (started as needed); input sent to it is ignored. */
   openScreen(ref: MachineRef, index: number): Promise<ScreenTarget>;
+  /**
+   * Starts (or keeps) the screen's input-accepting VNC server with this password and returns its
+   * target. Idempotent: called again with the same password while it runs, it returns the same
+   * target without restarting (live control connections stay up). A different password replaces
+   * the server (connections drop). `password` must match CONTROL_PASSWORD (INVALID_PASSWORD).
+   */
+  openControl(ref: MachineRef, index: number, password: string): Promise<ScreenTarget>;
+  /** Stops the screen's control server; every control connection drops. Idempotent. */
+  closeControl(ref: MachineRef, index: number): Promise<void>;
 
   run(ref: MachineRef, request: CommandRequest): AsyncIterable<CommandEvent>;
 

@@ -15,6 +15,7 @@ export const PROVIDER_ERROR_STATUS = {
   INVALID_PATH: 400,
   INVALID_ACTIONS: 400,
   INVALID_SCREEN: 400,
+  INVALID_PASSWORD: 400,
   PROVIDER_FAILURE: 502,
 } as const satisfies Record<string, ContentfulStatusCode>;
 

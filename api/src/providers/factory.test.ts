@@ -15,6 +15,8 @@ function everyOperation(provider: SandboxProvider): Record<string, () => Promise
     destroy: () => provider.destroy(ref),
     status: () => provider.status(ref),
     openScreen: () => provider.openScreen(ref, 0),
+    openControl: () => provider.openControl(ref, 0, "ctl12345"),
+    closeControl: () => provider.closeControl(ref, 0),
     run: async () => {
       for await (const event of provider.run(ref, { command: "true", timeoutMs: 1000 })) void event;
     },

@@ -14,6 +14,8 @@ export function createRefusingProvider(kind: ProviderKind, error: () => Provider
     destroy: async () => refuse(),
     status: async () => refuse(),
     openScreen: async () => refuse(),
+    openControl: async () => refuse(),
+    closeControl: async () => refuse(),
     // An async generator, so the refusal arrives when the caller iterates, like every other failure.
     run: async function* () {
       yield refuse();

@@ -1,3 +1,4 @@
+import { holdVncConnection, vncAccepts, vncAnswers, vncMovePointer } from "@cubicle/supervisor/testing/vnc";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   type DesktopAction,
@@ -6,6 +7,7 @@ import {
   type MachineRef,
   OUTPUT_TRUNCATED_MARKER,
   type SandboxProvider,
+  type ScreenTarget,
 } from "../../src/providers/contract.ts";
 import {
   bytes,
@@ -46,6 +48,45 @@ async function childGone(provider: SandboxProvider, ref: MachineRef, pid: string
   }, 3_000);
   if (!gone) expect(last.trim(), `background child ${pid} after the command ended`).toBe("gone");
   return gone;
+}
+
+type VncTarget = Extract<ScreenTarget, { kind: "vnc" }>;
+
+function vncTarget(target: ScreenTarget, what: string): VncTarget {
+  if (target.kind !== "vnc") throw new Error(`expected a vnc target for ${what}, got ${target.kind}`);
+  return target;
+}
+
+/** Asserts the server takes the password, where this machine can compute VNC's DES response. */
+async function expectAccepts(target: VncTarget, password: string, expected: boolean): Promise<void> {
+  const accepted = await vncAccepts(target.port, password);
+  if (accepted !== null) expect(accepted, `the server takes ${password}`).toBe(expected);
+}
+
+/** A pointer move sent through the view target is dropped; through the control target it lands. */
+async function expectInputOnlyThroughControl(
+  p: SandboxProvider,
+  ref: MachineRef,
+  view: VncTarget,
+  control: VncTarget,
+): Promise<void> {
+  const spot = { x: 321, y: 123 };
+  const viaView = await vncMovePointer(view.port, view.password, spot.x, spot.y, view.host);
+  if (viaView === null) return; // no DES on this machine: cannot log in
+  expect(viaView, "the view password is accepted").toBe(true);
+  await sleep(300);
+  expect((await p.observe(ref, 0)).cursor, "input through the view-only server").not.toEqual(spot);
+  expect(await vncMovePointer(control.port, control.password, spot.x, spot.y, control.host)).toBe(true);
+  let cursor = { x: -1, y: -1 };
+  const moved = await eventually(
+    async () => {
+      cursor = (await p.observe(ref, 0)).cursor;
+      return cursor.x === spot.x && cursor.y === spot.y;
+    },
+    3_000,
+    150,
+  );
+  expect(moved ? spot : cursor, "input through the control server moves the pointer").toEqual(spot);
 }
 
 function pidFrom(stdout: string): string {
@@ -402,6 +443,99 @@ export function conformanceSuite(name: string, make: MakeProvider): void {
           const after = await p.observe(ref, 0);
           expect(after.cursor, "no action of a rejected batch ran").not.toEqual({ x: 5, y: 5 });
           expect(after.cursor).toEqual({ x: 600, y: 400 });
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("screen control", () => {
+      it(
+        "opens a control target idempotently, replaces it for another password, and closes it",
+        async () => {
+          const p = provider();
+          const live = put?.liveScreens === true;
+          const ref = await machines.fresh();
+          if (!p.capabilities.graphical) {
+            await expectProviderError(p.openControl(ref, 0, "ctl12345"), "GRAPHICAL_UNAVAILABLE");
+            return;
+          }
+          const view = vncTarget(await p.openScreen(ref, 0), "the view");
+          const control = vncTarget(await p.openControl(ref, 0, "ctl12345"), "control");
+          expect(control).toMatchObject({ kind: "vnc", password: "ctl12345" });
+          expect(control.port, "control has its own server").not.toBe(view.port);
+          if (live) await expectInputOnlyThroughControl(p, ref, view, control);
+
+          const held = live ? await holdVncConnection(control.port, control.host) : undefined;
+          if (held) expect(held.banner).toBe("RFB 003.008\n");
+          expect(await p.openControl(ref, 0, "ctl12345"), "the same password: the same target").toEqual(
+            control,
+          );
+          if (held) {
+            expect(held.isClosed(), "a live control connection survives opening again").toBe(false);
+            expect(await held.securityTypes(), "VNC authentication offered").toContain(2);
+            await expectAccepts(control, "ctl12345", true);
+          }
+
+          const replaced = vncTarget(await p.openControl(ref, 0, "other678"), "replaced control");
+          expect(replaced).toMatchObject({ kind: "vnc", password: "other678" });
+          if (held) {
+            expect(await held.closesWithin(10_000), "another password drops the connections").toBe(true);
+            await expectAccepts(replaced, "other678", true);
+            await expectAccepts(replaced, "ctl12345", false);
+          }
+
+          await p.closeControl(ref, 0);
+          await p.closeControl(ref, 0);
+          if (live) {
+            expect(await vncAnswers(replaced.port, replaced.host), "control after closeControl").toBe(false);
+            expect(await vncAnswers(view.port, view.host), "the view after closeControl").toBe(true);
+          }
+          const reopened = vncTarget(await p.openControl(ref, 0, "ctl12345"), "reopened control");
+          expect(reopened.password).toBe("ctl12345");
+          if (live) expect(await vncAnswers(reopened.port, reopened.host), "reopened control").toBe(true);
+        },
+        // many round trips into a real computer, a few screenshots among them
+        2 * CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "refuses bad screens and passwords, refuses a stopped machine, and closes with it",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          if (!p.capabilities.graphical) return;
+          await expectProviderError(
+            p.openControl(ref, p.capabilities.maxScreens, "ctl12345"),
+            "INVALID_SCREEN",
+            undefined,
+            "screen maxScreens",
+          );
+          await expectProviderError(
+            p.openControl(ref, -1, "ctl12345"),
+            "INVALID_SCREEN",
+            undefined,
+            "screen -1",
+          );
+          await expectProviderError(p.closeControl(ref, -1), "INVALID_SCREEN", undefined, "close screen -1");
+          for (const password of ["", "ninechars", "sp ace", "tab\tx", "é"]) {
+            await expectProviderError(
+              p.openControl(ref, 0, password),
+              "INVALID_PASSWORD",
+              undefined,
+              `password ${JSON.stringify(password)}`,
+            );
+          }
+
+          const control = vncTarget(await p.openControl(ref, 0, "~!@#$%^&"), "control");
+          expect(control.password).toBe("~!@#$%^&");
+          await p.stop(ref);
+          if (put?.liveScreens) {
+            expect(await vncAnswers(control.port, control.host), "control after stop").toBe(false);
+          }
+          await expectProviderError(p.openControl(ref, 0, "ctl12345"), "MACHINE_STOPPED", undefined, "open");
+          await expectProviderError(p.openScreen(ref, 0), "MACHINE_STOPPED", undefined, "openScreen");
+          // a stopped machine runs no servers: closing is a no-op, as a lease release expects
+          await p.closeControl(ref, 0);
         },
         CASE_TIMEOUT_MS,
       );

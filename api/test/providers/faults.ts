@@ -200,6 +200,8 @@ export function faultSuite(name: string, make: MakeProvider): void {
           await missing("importHome", () => p.importHome(ref, streamOf(tar)));
           if (p.capabilities.graphical) {
             await missing("openScreen", () => p.openScreen(ref, 0));
+            await missing("openControl", () => p.openControl(ref, 0, "ctl12345"));
+            await missing("closeControl", () => p.closeControl(ref, 0));
             await missing("observe", () => p.observe(ref, 0));
             await missing("act", () => p.act(ref, 0, MOVE));
           }

@@ -29,6 +29,7 @@ const desktop: MakeProvider = async () => {
   return {
     provider,
     faults,
+    liveScreens: provider.capabilities.graphical,
     cleanup: async () => {
       await provider.shutdown();
       await rm(homesDir, { recursive: true, force: true });
@@ -56,6 +57,7 @@ const docker: MakeProvider = async () => {
   return {
     provider,
     faults,
+    liveScreens: true,
     cleanup: async () => {
       await supervisor.close();
       await rm(dataDir, { recursive: true, force: true });

@@ -14,6 +14,8 @@ import type { ArmedFaults } from "../../src/providers/faults.ts";
 export interface ProviderUnderTest {
   provider: SandboxProvider;
   faults: ArmedFaults;
+  /** Screen targets are real VNC servers on this host, so the suites connect to them. */
+  liveScreens?: boolean;
   cleanup(): Promise<void>;
 }
 

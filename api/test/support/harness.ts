@@ -42,6 +42,7 @@ export async function startTestApi(envOverrides: Record<string, string> = {}): P
     LOG_LEVEL: "silent",
     BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
     ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
+    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
     SANDBOX_PROVIDER: "fake",
     ...envOverrides,
   });

@@ -44,7 +44,8 @@ export class CapabilityKeyring {
 
 function deriveKey(secret: string): CapabilityKey {
   if (secret === "") throw new Error("screen capability keys must not be empty");
-  const derive = (info: string, bytes: number) => new Uint8Array(hkdfSync("sha256", secret, HKDF_SALT, info, bytes));
+  const derive = (info: string, bytes: number) =>
+    new Uint8Array(hkdfSync("sha256", secret, HKDF_SALT, info, bytes));
   return {
     id: Buffer.from(derive(KEY_ID_INFO, 9)).toString("base64url"),
     signing: derive(SIGNING_INFO, 32),

@@ -95,7 +95,12 @@ export async function verify(
     throw refusalOf(error);
   }
   const { iat, exp, sub, jti } = payload;
-  if (typeof sub !== "string" || typeof jti !== "string" || typeof iat !== "number" || typeof exp !== "number")
+  if (
+    typeof sub !== "string" ||
+    typeof jti !== "string" ||
+    typeof iat !== "number" ||
+    typeof exp !== "number"
+  )
     throw new CapabilityRefused("claims");
   // A token minted for longer than its kind allows was not minted by us, whatever its signature.
   if (exp - iat > kind.maxLifetimeSeconds || iat > now.getTime() / 1000 + 5)

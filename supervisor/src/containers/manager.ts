@@ -73,7 +73,10 @@ export interface ContainerManager {
   /** Starts the screen when needed; its view password stays the same while it runs. */
   openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
   closeScreen(ref: ComputerRef, index: number): Promise<void>;
-  /** Starts (or replaces) the screen's control server with `password`. */
+  /**
+   * Starts the screen's control server with `password`. Idempotent: one already running with the
+   * same password is kept (its connections stay up); one with another password is replaced.
+   */
   openControl(ref: ComputerRef, index: number, password: string): Promise<ControlInfo>;
   closeControl(ref: ComputerRef, index: number): Promise<void>;
   observe(ref: ComputerRef, index: number): Promise<Observation>;

@@ -10,6 +10,7 @@ import type {
   SandboxProvider,
   ScreenTarget,
 } from "../contract.ts";
+import { checkControlPassword } from "../control-password.ts";
 import { ProviderError } from "../errors.ts";
 import type { FaultPlan } from "../faults.ts";
 import { exportHome, importHome } from "./archive.ts";
@@ -146,6 +147,22 @@ export function createDesktopProvider(options: DesktopProviderOptions): DesktopP
       requireScreen(index);
       const screen = await screens.ensure(registry.requireRunning(ref), index);
       return { kind: "vnc", host: "127.0.0.1", port: screen.port, password: screen.password };
+    },
+
+    async openControl(ref, index, password): Promise<ScreenTarget> {
+      checkControlPassword(password);
+      requireGraphical();
+      requireScreen(index);
+      const control = await screens.openControl(registry.requireRunning(ref), index, password);
+      return { kind: "vnc", host: "127.0.0.1", port: control.port, password: control.password };
+    },
+
+    async closeControl(ref, index) {
+      requireGraphical();
+      requireScreen(index);
+      const machine = registry.require(ref);
+      // a stopped computer's screens are gone, control servers included: nothing to close
+      if (machine.running) await screens.closeControl(machine, index);
     },
 
     run,

@@ -25,7 +25,7 @@ export interface Tools {
 
 export interface Screen {
   readonly index: number;
-  /** Private folder (0700) for the VNC password file. */
+  /** Private folder (0700) for the VNC password files. */
   readonly dir: string;
   readonly password: string;
   display: number;
@@ -33,6 +33,14 @@ export interface Screen {
   xvfb: ChildProcess | null;
   xterm: ChildProcess | null;
   vnc: ChildProcess | null;
+  /** The input-accepting VNC server, only while someone holds control of the screen. */
+  control: ControlServer | null;
+}
+
+export interface ControlServer {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly password: string;
 }
 
 const socketOf = (display: number) => `/tmp/.X11-unix/X${display}`;
@@ -102,13 +110,24 @@ function parseCursor(shell: string): { x: number; y: number } {
   return { x: Number(x ?? 0), y: Number(y ?? 0) };
 }
 
+/** The x11vnc arguments both servers of a screen share (loopback only, password file auth). */
+function vncArgs(display: number, port: number, passwordFile: string): string[] {
+  return [
+    ...["-display", `:${display}`, "-rfbport", String(port), "-localhost", "-shared", "-forever"],
+    ...["-rfbauth", passwordFile, "-quiet"],
+  ];
+}
+
 /**
  * Each screen is an Xvfb server with an xterm on it (so typing visibly lands somewhere; without a
  * window manager keyboard focus follows the pointer) and a view-only x11vnc for the screen proxy.
+ * While someone holds control of the screen, a second x11vnc on it accepts input.
  */
 export class ScreenManager {
   /** Display numbers this provider holds (even while their server starts), and which screen holds each. */
   private readonly reserved = new Map<number, Screen>();
+  /** Per machine and screen, the last control change queued: changes to one screen run one at a time. */
+  private readonly controlQueues = new WeakMap<Machine, Map<number, Promise<void>>>();
 
   constructor(
     private readonly tools: Tools,
@@ -163,6 +182,7 @@ export class ScreenManager {
         xvfb: null,
         xterm: null,
         vnc: null,
+        control: null,
       };
       // registered before anything starts, so a concurrent stop finds and kills every part
       machine.screens.set(index, screen);
@@ -266,23 +286,12 @@ export class ScreenManager {
     for (let attempt = 0; attempt < 3; attempt++) {
       if (cancelled()) return;
       const port = await freePort();
-      const child = spawn(
-        x11vnc,
-        [
-          "-display",
-          `:${screen.display}`,
-          "-rfbport",
-          String(port),
-          "-localhost",
-          "-viewonly",
-          "-shared",
-          "-forever",
-          "-rfbauth",
-          passwordFile,
-          "-quiet",
-        ],
-        { cwd: machine.files.home, env, detached: true, stdio: ["ignore", "ignore", "pipe"] },
-      );
+      const child = spawn(x11vnc, [...vncArgs(screen.display, port, passwordFile), "-viewonly"], {
+        cwd: machine.files.home,
+        env,
+        detached: true,
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       child.on("error", () => undefined);
       screen.vnc = child;
       screen.port = port;
@@ -297,10 +306,110 @@ export class ScreenManager {
     throw failure("x11vnc could not start");
   }
 
+  /**
+   * Starts the screen's control server with `password`, or keeps the one running with it (its
+   * connections stay up); a server with another password is replaced (its connections drop).
+   */
+  openControl(machine: Machine, index: number, password: string): Promise<ControlServer> {
+    return this.serially(machine, index, async () => {
+      const screen = await this.ensure(machine, index);
+      const current = screen.control;
+      if (current && isRunning(current.child) && current.password === password) return current;
+      await this.stopControl(screen);
+      return this.startControl(machine, screen, password);
+    });
+  }
+
+  /** Stops the screen's control server, dropping its connections; nothing to do when none runs. */
+  closeControl(machine: Machine, index: number): Promise<void> {
+    return this.serially(machine, index, async () => {
+      const screen = machine.screens.get(index);
+      if (screen) await this.stopControl(screen);
+    });
+  }
+
+  private serially<T>(machine: Machine, index: number, task: () => Promise<T>): Promise<T> {
+    let queues = this.controlQueues.get(machine);
+    if (!queues) {
+      queues = new Map();
+      this.controlQueues.set(machine, queues);
+    }
+    const result = (queues.get(index) ?? Promise.resolve()).then(task);
+    const done = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    queues.set(index, done);
+    void done.then(() => {
+      if (queues.get(index) === done) queues.delete(index);
+    });
+    return result;
+  }
+
+  private async startControl(machine: Machine, screen: Screen, password: string): Promise<ControlServer> {
+    const x11vnc = this.tools.x11vnc;
+    if (!x11vnc) throw new ProviderError("GRAPHICAL_UNAVAILABLE", "x11vnc is not installed on this host");
+    const generation = machine.generation;
+    const cancelled = () =>
+      machine.generation !== generation || !machine.running || machine.screens.get(screen.index) !== screen;
+    const stillWanted = () => {
+      if (cancelled()) throw new ProviderError("MACHINE_STOPPED", "this computer was stopped");
+    };
+    const env = computerEnvironment(machine.files.home, screen.display);
+    const passwordFile = join(screen.dir, "control.passwd");
+    await fs.rm(passwordFile, { force: true });
+    const stored = await runTool(x11vnc, ["-storepasswd", password, passwordFile], {
+      env,
+      timeoutMs: 10_000,
+      track: machine.groups,
+    });
+    stillWanted();
+    if (stored.code !== 0) throw failure(`x11vnc could not store the control password: ${stored.stderr}`);
+    await fs.chmod(passwordFile, 0o600);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const port = await freePort();
+      stillWanted();
+      // no -viewonly: this server passes keyboard and pointer input to the screen
+      const child = spawn(x11vnc, vncArgs(screen.display, port, passwordFile), {
+        cwd: machine.files.home,
+        env,
+        detached: true,
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      child.on("error", () => undefined);
+      const control: ControlServer = { child, port, password };
+      // recorded at once, so a concurrent stop of the machine or screen kills it too
+      screen.control = control;
+      const stderr = stderrTail(child);
+      const outcome = await waitUntil(() => canConnect(port), child, cancelled);
+      if (outcome === "ready") return control;
+      await terminate(child);
+      if (screen.control === control) screen.control = null;
+      stillWanted();
+      if (outcome === "timeout") {
+        throw failure(`the control x11vnc did not start: ${stderr() || "port never opened"}`);
+      }
+      // exited: the port was taken between choosing and binding it; choose again
+    }
+    throw failure("the control x11vnc could not start");
+  }
+
+  private async stopControl(screen: Screen): Promise<void> {
+    const control = screen.control;
+    screen.control = null;
+    if (control) await terminate(control.child);
+    await fs.rm(join(screen.dir, "control.passwd"), { force: true });
+  }
+
   /** Stops every part of a screen and frees its display number and password folder. */
   async teardown(screen: Screen): Promise<void> {
-    const { vnc, xterm, xvfb } = screen;
-    await Promise.all([vnc ? terminate(vnc) : null, xterm ? terminate(xterm) : null]);
+    const { vnc, xterm, xvfb, control } = screen;
+    screen.control = null;
+    await Promise.all([
+      vnc ? terminate(vnc) : null,
+      xterm ? terminate(xterm) : null,
+      control ? terminate(control.child) : null,
+    ]);
     // the X server last, with SIGTERM first so it removes its own lock and socket
     if (xvfb) await terminate(xvfb);
     this.releaseDisplay(screen, screen.display, xvfb);

@@ -1,6 +1,7 @@
 import type { SupervisorClient } from "@cubicle/supervisor/client";
 import { validateActions } from "../actions.ts";
 import { EXIT_ABORTED, type MachineRef, OUTPUT_TRUNCATED_MARKER, type SandboxProvider } from "../contract.ts";
+import { checkControlPassword } from "../control-password.ts";
 import { ProviderError } from "../errors.ts";
 import type { FaultPlan } from "../faults.ts";
 import { homeRelativePath } from "../home-path.ts";
@@ -39,6 +40,7 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
     if (options.running && status.status !== "running") {
       throw new ProviderError("MACHINE_STOPPED", "the computer is stopped; provision it to resume");
     }
+    return status;
   }
 
   function requireScreen(index: number) {
@@ -81,6 +83,28 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
       await requireMachine(ref, { running: true });
       const screen = await translated(() => supervisor.openScreen(computer(ref), index));
       return { kind: "vnc", host: "127.0.0.1", port: screen.viewPort, password: screen.viewPassword };
+    },
+
+    async openControl(ref, index, password) {
+      checkControlPassword(password);
+      requireScreen(index);
+      await requireMachine(ref, { running: true });
+      // the computer keeps the server when it already runs with this password (control-open)
+      const control = await translated(() => supervisor.openControl(computer(ref), index, password));
+      return { kind: "vnc", host: "127.0.0.1", port: control.controlPort, password };
+    },
+
+    async closeControl(ref, index) {
+      requireScreen(index);
+      // a stopped computer runs no servers: there is nothing to close
+      if ((await requireMachine(ref)).status !== "running") return;
+      try {
+        await translated(() => supervisor.closeControl(computer(ref), index));
+      } catch (error) {
+        // stopped in the meantime: its servers went with it
+        if (error instanceof ProviderError && error.code === "MACHINE_STOPPED") return;
+        throw error;
+      }
     },
 
     async *run(ref, request) {

@@ -13,6 +13,7 @@ import type {
   SandboxProvider,
   ScreenTarget,
 } from "../contract.ts";
+import { checkControlPassword } from "../control-password.ts";
 import { ProviderError } from "../errors.ts";
 import type { FaultPlan } from "../faults.ts";
 import { homeRelativePath } from "../home-path.ts";
@@ -29,6 +30,8 @@ export interface FakeProviderOptions {
 
 const CAPABILITIES: ProviderCapabilities = { graphical: true, maxScreens: 8, pty: false };
 const VNC_BASE_PORT = 5900;
+/** Control targets are never connected to; their ports only need to differ from the view ones. */
+const VNC_CONTROL_BASE_PORT = 5950;
 /** Timestamps come from a counter, not the wall clock, so runs are reproducible. */
 const CLOCK_EPOCH_MS = Date.UTC(2025, 0, 1);
 
@@ -38,6 +41,8 @@ interface FakeMachine {
   state: "running" | "stopped";
   processes: ProcessTable;
   screens: Map<number, FakeScreen>;
+  /** Screens whose control server "runs", with its password. */
+  controls: Map<number, string>;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -90,13 +95,17 @@ export function createFakeProvider(options: FakeProviderOptions): SandboxProvide
     return machine;
   };
 
-  const screenOf = (machine: FakeMachine, index: number): FakeScreen => {
+  const requireScreenIndex = (index: number) => {
     if (!Number.isInteger(index) || index < 0 || index >= CAPABILITIES.maxScreens) {
       throw new ProviderError(
         "INVALID_SCREEN",
         `screen ${index} does not exist; this computer has screens 0 to ${CAPABILITIES.maxScreens - 1}`,
       );
     }
+  };
+
+  const screenOf = (machine: FakeMachine, index: number): FakeScreen => {
+    requireScreenIndex(index);
     let screen = machine.screens.get(index);
     if (!screen) {
       screen = new FakeScreen(index);
@@ -109,6 +118,7 @@ export function createFakeProvider(options: FakeProviderOptions): SandboxProvide
   const halt = (machine: FakeMachine) => {
     machine.processes.killAll();
     machine.screens.clear();
+    machine.controls.clear();
   };
 
   return {
@@ -131,6 +141,7 @@ export function createFakeProvider(options: FakeProviderOptions): SandboxProvide
         state: "running",
         processes: new ProcessTable(),
         screens: new Map(),
+        controls: new Map(),
       });
       return { providerRef, fresh: true };
     },
@@ -158,8 +169,22 @@ export function createFakeProvider(options: FakeProviderOptions): SandboxProvide
     },
 
     async openScreen(ref: MachineRef, index: number): Promise<ScreenTarget> {
-      screenOf(existing(ref), index);
+      screenOf(running(ref), index);
       return { kind: "vnc", host: "127.0.0.1", port: VNC_BASE_PORT + index, password: "fake" };
+    },
+
+    async openControl(ref: MachineRef, index: number, password: string): Promise<ScreenTarget> {
+      checkControlPassword(password);
+      const machine = running(ref);
+      screenOf(machine, index);
+      machine.controls.set(index, password);
+      return { kind: "vnc", host: "127.0.0.1", port: VNC_CONTROL_BASE_PORT + index, password };
+    },
+
+    async closeControl(ref: MachineRef, index: number): Promise<void> {
+      const machine = existing(ref);
+      requireScreenIndex(index);
+      machine.controls.delete(index);
     },
 
     async *run(ref: MachineRef, request: CommandRequest): AsyncGenerator<CommandEvent> {

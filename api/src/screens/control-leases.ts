@@ -1,0 +1,235 @@
+import type { ControlLease, Database } from "@cubicle/db";
+import { type Kysely, sql } from "kysely";
+import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import type { AppDeps } from "../context.ts";
+import { iso } from "../http/iso.ts";
+
+/**
+ * Control leases in the database: one live lease per screen (the partial unique index
+ * `control_leases_one_per_screen`), every change audited and announced on
+ * CONTROL_LEASES_CHANNEL in the same transaction, so the announcement goes out only if the
+ * change commits, and reaches every api replica (which stream it to every proxy replica).
+ */
+export const CONTROL_LEASES_CHANNEL = "cubicle_control_leases";
+
+export type EndReason = "released" | "revoked" | "expired";
+
+/** What a proxy needs to know about a live lease. */
+export interface LeaseSummary {
+  id: string;
+  workspaceId: string;
+  computerId: string;
+  screen: number;
+  expiresAt: string;
+}
+
+export type LeaseEvent =
+  | { type: "granted" | "renewed"; lease: LeaseSummary }
+  | { type: "ended"; id: string; reason: EndReason };
+
+export interface LiveLease extends ControlLease {
+  holder_name: string;
+  holder_email: string;
+}
+
+export type LeaseStore = Pick<AppDeps, "database" | "audit">;
+
+const summaryOf = (lease: ControlLease): LeaseSummary => ({
+  id: lease.id,
+  workspaceId: lease.workspace_id,
+  computerId: lease.computer_id,
+  screen: lease.screen_index,
+  expiresAt: iso(lease.expires_at),
+});
+
+// Expiry is judged by the database clock, the one clock every replica shares.
+const inFuture = (ms: number) => sql<Date>`now() + cast(${ms} as integer) * interval '1 millisecond'`;
+
+function liveLeases(db: Kysely<Database>) {
+  return db
+    .selectFrom("control_leases")
+    .innerJoin("user", "user.id", "control_leases.holder_user_id")
+    .selectAll("control_leases")
+    .select(["user.name as holder_name", "user.email as holder_email"])
+    .where("control_leases.released_at", "is", null)
+    .where("control_leases.expires_at", ">", sql<Date>`now()`);
+}
+
+export function liveLease(
+  db: Kysely<Database>,
+  computerId: string,
+  screen: number,
+): Promise<LiveLease | undefined> {
+  return liveLeases(db)
+    .where("control_leases.computer_id", "=", computerId)
+    .where("control_leases.screen_index", "=", screen)
+    .executeTakeFirst();
+}
+
+export async function allLiveLeases(db: Kysely<Database>): Promise<LeaseSummary[]> {
+  return (await liveLeases(db).orderBy("control_leases.fence").execute()).map(summaryOf);
+}
+
+/** A lease of this screen by id, live or ended; other screens' leases are not found. */
+export function leaseOnScreen(
+  db: Kysely<Database>,
+  leaseId: string,
+  computerId: string,
+  screen: number,
+): Promise<ControlLease | undefined> {
+  return db
+    .selectFrom("control_leases")
+    .selectAll()
+    .where("id", "=", leaseId)
+    .where("computer_id", "=", computerId)
+    .where("screen_index", "=", screen)
+    .executeTakeFirst();
+}
+
+export const isLive = (lease: ControlLease, now = new Date()) =>
+  lease.released_at === null && lease.expires_at.getTime() > now.getTime();
+
+async function announce(db: Kysely<Database>, event: LeaseEvent): Promise<void> {
+  await sql`select pg_notify(${CONTROL_LEASES_CHANNEL}, ${JSON.stringify(event)})`.execute(db);
+}
+
+async function recordChange(
+  store: LeaseStore,
+  db: Kysely<Database>,
+  actor: AuditActor,
+  change: "granted" | "renewed" | EndReason,
+  lease: ControlLease,
+): Promise<void> {
+  await store.audit.record(
+    {
+      actor,
+      workspaceId: lease.workspace_id,
+      action: `screen.control_${change}`,
+      target: { type: "computer", id: lease.computer_id },
+      data: {
+        leaseId: lease.id,
+        fence: lease.fence,
+        screen: lease.screen_index,
+        holderUserId: lease.holder_user_id,
+        ...(lease.released_at === null ? { expiresAt: iso(lease.expires_at) } : {}),
+      },
+    },
+    db,
+  );
+  await announce(
+    db,
+    change === "granted" || change === "renewed"
+      ? { type: change, lease: summaryOf(lease) }
+      : { type: "ended", id: lease.id, reason: change },
+  );
+}
+
+/**
+ * Ends every lease whose time ran out (of one screen, or all): a single UPDATE, so when several
+ * replicas run this at once each lease is ended, audited and announced exactly once.
+ */
+export async function expireDue(
+  store: LeaseStore,
+  db: Kysely<Database> = store.database.db,
+  screen?: { computerId: string; screen: number },
+): Promise<ControlLease[]> {
+  let query = db
+    .updateTable("control_leases")
+    .set({ released_at: sql`now()`, release_reason: "expired" })
+    .where("released_at", "is", null)
+    .where("expires_at", "<=", sql<Date>`now()`);
+  if (screen)
+    query = query.where("computer_id", "=", screen.computerId).where("screen_index", "=", screen.screen);
+  const expired = await query.returningAll().execute();
+  for (const lease of expired) await recordChange(store, db, SYSTEM_ACTOR, "expired", lease);
+  return expired;
+}
+
+export interface Grant {
+  /** Chosen by the caller, so the lease's control server can be started before the lease exists. */
+  id: string;
+  workspaceId: string;
+  computerId: string;
+  screen: number;
+  holderUserId: string;
+  actor: AuditActor;
+  leaseMs: number;
+}
+
+/**
+ * Grants the screen, first ending a lease of it that expired but was not swept yet. Throws the
+ * database's unique violation when someone else holds the screen (see isUniqueViolation).
+ */
+export function grantLease(
+  store: LeaseStore,
+  grant: Grant,
+): Promise<{ lease: ControlLease; expired: ControlLease[] }> {
+  return store.database.db.transaction().execute(async (trx) => {
+    const expired = await expireDue(store, trx, grant);
+    const lease = await trx
+      .insertInto("control_leases")
+      .values({
+        id: grant.id,
+        workspace_id: grant.workspaceId,
+        computer_id: grant.computerId,
+        screen_index: grant.screen,
+        holder_user_id: grant.holderUserId,
+        expires_at: inFuture(grant.leaseMs),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordChange(store, trx, grant.actor, "granted", lease);
+    return { lease, expired };
+  });
+}
+
+/** Extends a live lease of this holder; undefined when it is not (any longer) theirs and live. */
+export function renewLease(
+  store: LeaseStore,
+  leaseId: string,
+  holderUserId: string,
+  actor: AuditActor,
+  leaseMs: number,
+): Promise<ControlLease | undefined> {
+  return store.database.db.transaction().execute(async (trx) => {
+    const lease = await trx
+      .updateTable("control_leases")
+      .set({ expires_at: inFuture(leaseMs) })
+      .where("id", "=", leaseId)
+      .where("holder_user_id", "=", holderUserId)
+      .where("released_at", "is", null)
+      .where("expires_at", ">", sql<Date>`now()`)
+      .returningAll()
+      .executeTakeFirst();
+    if (lease) await recordChange(store, trx, actor, "renewed", lease);
+    return lease;
+  });
+}
+
+/**
+ * Ends exactly this lease if it is still live. Keyed by lease id, so a release that arrives late
+ * can never end a newer lease of the same screen. Undefined when it had already ended.
+ */
+export function endLease(
+  store: LeaseStore,
+  leaseId: string,
+  reason: "released" | "revoked",
+  actor: AuditActor,
+): Promise<ControlLease | undefined> {
+  return store.database.db.transaction().execute(async (trx) => {
+    const lease = await trx
+      .updateTable("control_leases")
+      .set({ released_at: sql`now()`, release_reason: reason })
+      .where("id", "=", leaseId)
+      .where("released_at", "is", null)
+      .where("expires_at", ">", sql<Date>`now()`)
+      .returningAll()
+      .executeTakeFirst();
+    if (lease) await recordChange(store, trx, actor, reason, lease);
+    return lease;
+  });
+}
+
+/** Both drivers report Postgres' SQLSTATE as `code`. */
+export const isUniqueViolation = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "code" in error && error.code === "23505";

@@ -1,0 +1,307 @@
+import { randomUUID } from "node:crypto";
+import { SCREEN_MODES, SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { defineRoute } from "../access/define-route.ts";
+import { hasRole } from "../access/roles.ts";
+import { actorOf } from "../auth/principal.ts";
+import { requireComputer } from "../computers/repository.ts";
+import type { AppEnv } from "../context.ts";
+import { iso } from "../http/iso.ts";
+import { HttpProblem, notFound } from "../http/problem.ts";
+import { createRouter } from "../http/router.ts";
+import { WorkspaceIdParam } from "../workspaces/routes.ts";
+import { mintScreenCapability } from "./capabilities.ts";
+import {
+  endLease,
+  grantLease,
+  isLive,
+  isUniqueViolation,
+  type LiveLease,
+  leaseOnScreen,
+  liveLease,
+  renewLease,
+} from "./control-leases.ts";
+import { closeControlUnlessHeld, openControlFor } from "./control-server.ts";
+
+const pathParam = (name: string) =>
+  z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name, in: "path" } });
+
+const ScreenParams = WorkspaceIdParam.extend({
+  computerId: pathParam("computerId"),
+  index: z
+    .string()
+    .regex(/^[0-7]$/, "a screen index from 0 to 7")
+    .transform(Number)
+    .openapi({ param: { name: "index", in: "path" }, description: "Screen index, 0 to 7.", example: "0" }),
+});
+const LeaseParams = ScreenParams.extend({ leaseId: pathParam("leaseId") });
+
+const SCREEN_PATH = "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}";
+
+const CapabilitySchema = z
+  .object({
+    token: z.string().openapi({
+      description:
+        "Present it to the proxy when opening the socket (never in a URL). Single use, valid ≤ 60 s.",
+    }),
+    expiresAt: z.string().datetime(),
+    mode: z.enum(SCREEN_MODES as ["view", "control"]),
+    url: z.string().openapi({ description: "The proxy's WebSocket URL." }),
+    protocol: z.string().openapi({ description: "The WebSocket subprotocol to ask for beside the token." }),
+  })
+  .openapi("ScreenCapability");
+
+const ControlLeaseSchema = z
+  .object({
+    leaseId: z.string(),
+    fence: z.number().int(),
+    expiresAt: z.string().datetime(),
+    screen: z.number().int(),
+  })
+  .openapi("ControlLease");
+
+const CurrentControlSchema = z
+  .object({
+    leaseId: z.string(),
+    holder: z.object({ id: z.string(), name: z.string() }),
+    expiresAt: z.string().datetime(),
+  })
+  .openapi("ScreenController");
+
+const json = <T extends z.ZodType>(description: string, schema: T) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+const mintCapability = defineRoute(
+  { kind: "workspace", minRole: "viewer" },
+  {
+    method: "post",
+    path: `${SCREEN_PATH}/capabilities`,
+    summary: "Get a capability to open one screen through the screen proxy",
+    description:
+      "Any member or API key may watch (`view`: input is dropped by the proxy). `control` needs a person " +
+      "of role member or higher who holds this screen's control lease.",
+    tags: ["Screens"],
+    request: {
+      params: ScreenParams,
+      body: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: z
+              .object({ mode: z.enum(SCREEN_MODES as ["view", "control"]) })
+              .openapi("ScreenCapabilityRequest"),
+          },
+        },
+      },
+    },
+    responses: {
+      201: json("Minted", CapabilitySchema),
+      409: { description: "Control is not held by the caller, or the computer is not running" },
+    },
+  },
+);
+
+const takeControl = defineRoute(
+  { kind: "workspace", minRole: "member", people: true },
+  {
+    method: "post",
+    path: `${SCREEN_PATH}/control`,
+    summary: "Take control of a screen",
+    description:
+      "One holder per screen; the lease expires unless renewed. Taking it again while holding it returns " +
+      "the current lease. Viewers of the screen are unaffected.",
+    tags: ["Screens"],
+    request: { params: ScreenParams },
+    responses: {
+      200: json("Already held by the caller", ControlLeaseSchema),
+      201: json("Granted", ControlLeaseSchema),
+      409: { description: "Someone else controls the screen, or the computer is not running" },
+    },
+  },
+);
+
+const currentControl = defineRoute(
+  { kind: "workspace", minRole: "viewer" },
+  {
+    method: "get",
+    path: `${SCREEN_PATH}/control`,
+    summary: "Who controls a screen",
+    tags: ["Screens"],
+    request: { params: ScreenParams },
+    responses: { 200: json("Controlled", CurrentControlSchema) },
+  },
+);
+
+const renewControl = defineRoute(
+  { kind: "workspace", minRole: "member", people: true },
+  {
+    method: "post",
+    path: `${SCREEN_PATH}/control/{leaseId}/renew`,
+    summary: "Renew one's control lease",
+    tags: ["Screens"],
+    request: { params: LeaseParams },
+    responses: {
+      200: json("Renewed", ControlLeaseSchema),
+      409: { description: "The lease has ended" },
+    },
+  },
+);
+
+const releaseControl = defineRoute(
+  { kind: "workspace", minRole: "member", people: true },
+  {
+    method: "delete",
+    path: `${SCREEN_PATH}/control/{leaseId}`,
+    summary: "Release control (the holder), or revoke it (an admin or owner)",
+    description: "Names the lease, so a late release never ends a newer lease of the same screen.",
+    tags: ["Screens"],
+    request: { params: LeaseParams },
+    responses: {
+      204: { description: "Ended" },
+      409: { description: "The lease has already ended" },
+    },
+  },
+);
+
+export function screenRoutes() {
+  return createRouter()
+    .openapi(mintCapability, async (c) => {
+      const { index } = c.req.valid("param");
+      const { mode } = c.req.valid("json");
+      const minted = await mintScreenCapability(c.var.deps, {
+        principal: c.var.principal,
+        access: c.var.workspace,
+        computer: await computerOf(c),
+        screen: index,
+        mode,
+      });
+      return c.json(
+        {
+          token: minted.token,
+          expiresAt: iso(minted.expiresAt),
+          mode,
+          url: c.var.deps.env.screens.proxyPublicUrl,
+          protocol: SCREEN_PROTOCOL,
+        },
+        201,
+      );
+    })
+    .openapi(takeControl, async (c) => {
+      const deps = c.var.deps;
+      const { index: screen } = c.req.valid("param");
+      const computer = await computerOf(c);
+      const user = person(c);
+      const held = await liveLease(deps.database.db, computer.id, screen);
+      if (held) {
+        if (held.holder_user_id !== user.userId) throw controlHeld(held);
+        // Idempotent for the same lease: makes sure its server still runs.
+        await openControlFor(deps, computer, screen, held.id);
+        return c.json(leaseBody(held), 200);
+      }
+      // The server starts first, so a lease never exists (and reaches proxies) without one.
+      const id = randomUUID();
+      await openControlFor(deps, computer, screen, id);
+      try {
+        const { lease } = await grantLease(deps, {
+          id,
+          workspaceId: computer.workspace_id,
+          computerId: computer.id,
+          screen,
+          holderUserId: user.userId,
+          actor: actorOf(user),
+          leaseMs: deps.env.screens.controlLeaseMs,
+        });
+        return c.json(leaseBody(lease), 201);
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        // Someone took the screen at the same moment; our start replaced their server's password.
+        const winner = await liveLease(deps.database.db, computer.id, screen);
+        if (!winner) throw error;
+        await openControlFor(deps, computer, screen, winner.id);
+        if (winner.holder_user_id === user.userId) return c.json(leaseBody(winner), 200);
+        throw controlHeld(winner);
+      }
+    })
+    .openapi(currentControl, async (c) => {
+      const { index: screen } = c.req.valid("param");
+      const computer = await computerOf(c);
+      const lease = await liveLease(c.var.deps.database.db, computer.id, screen);
+      if (!lease) throw new HttpProblem(404, "CONTROL_LEASE_NOT_FOUND", `Nobody controls screen ${screen}.`);
+      return c.json(
+        {
+          leaseId: lease.id,
+          holder: { id: lease.holder_user_id, name: lease.holder_name },
+          expiresAt: iso(lease.expires_at),
+        },
+        200,
+      );
+    })
+    .openapi(renewControl, async (c) => {
+      const deps = c.var.deps;
+      const { index: screen, leaseId } = c.req.valid("param");
+      const computer = await computerOf(c);
+      const user = person(c);
+      const lease = await leaseOnScreen(deps.database.db, leaseId, computer.id, screen);
+      if (!lease) throw notFound("control lease");
+      if (lease.holder_user_id !== user.userId) throw notHolder();
+      const renewed = await renewLease(
+        deps,
+        leaseId,
+        user.userId,
+        actorOf(user),
+        deps.env.screens.controlLeaseMs,
+      );
+      if (!renewed) throw leaseEnded();
+      return c.json(leaseBody(renewed), 200);
+    })
+    .openapi(releaseControl, async (c) => {
+      const deps = c.var.deps;
+      const { index: screen, leaseId } = c.req.valid("param");
+      const computer = await computerOf(c);
+      const user = person(c);
+      const lease = await leaseOnScreen(deps.database.db, leaseId, computer.id, screen);
+      if (!lease) throw notFound("control lease");
+      const reason = lease.holder_user_id === user.userId ? "released" : "revoked";
+      if (reason === "revoked" && !hasRole(c.var.workspace.role, "admin")) throw notHolder();
+      if (!isLive(lease)) throw leaseEnded();
+      const ended = await endLease(deps, leaseId, reason, actorOf(user));
+      if (!ended) throw leaseEnded();
+      await closeControlUnlessHeld(deps, computer, screen);
+      return c.body(null, 204);
+    });
+}
+
+const computerOf = (c: Context<AppEnv>) =>
+  requireComputer(c.var.deps.database.db, c.var.workspace.workspaceId, c.req.param("computerId") ?? "");
+
+function person(c: Context<AppEnv>) {
+  const principal = c.var.principal;
+  if (principal.kind !== "user") throw new Error("control routes are for people only");
+  return principal;
+}
+
+const leaseBody = (lease: { id: string; fence: number; expires_at: Date; screen_index: number }) => ({
+  leaseId: lease.id,
+  fence: lease.fence,
+  expiresAt: iso(lease.expires_at),
+  screen: lease.screen_index,
+});
+
+const controlHeld = (lease: LiveLease) =>
+  new HttpProblem(
+    409,
+    "CONTROL_HELD",
+    `${lease.holder_name} <${lease.holder_email}> controls screen ${lease.screen_index} until ${iso(lease.expires_at)}.`,
+  );
+
+const notHolder = () =>
+  new HttpProblem(403, "NOT_LEASE_HOLDER", "Only the holder may do this (an admin or owner may revoke).");
+
+const leaseEnded = () => new HttpProblem(409, "LEASE_ENDED", "That control lease has already ended.");

@@ -1,0 +1,73 @@
+import type { IncomingMessage } from "node:http";
+import { SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
+import { RfbClient } from "@cubicle/proxy/testing";
+import { createWebSocketStream, WebSocket } from "ws";
+
+/** Everything the browser side of a screen socket received, for asserting nothing leaked. */
+export interface Captured {
+  status: number | undefined;
+  headers: string[];
+  frames: Buffer[];
+}
+
+export interface OpenedScreen {
+  ws: WebSocket;
+  rfb: RfbClient;
+  captured: Captured;
+  /** Resolves with the close code when the proxy closes the socket. */
+  closed: Promise<number>;
+}
+
+function capture(ws: WebSocket): Captured {
+  const captured: Captured = { status: undefined, headers: [], frames: [] };
+  const record = (response: IncomingMessage) => {
+    captured.status = response.statusCode;
+    captured.headers.push(...response.rawHeaders);
+  };
+  ws.once("upgrade", record);
+  ws.once("unexpected-response", (_request, response) => {
+    record(response);
+    response.on("data", (chunk: Buffer) => captured.frames.push(chunk));
+  });
+  ws.on("message", (data: Buffer) => captured.frames.push(Buffer.from(data)));
+  return captured;
+}
+
+/** Opens a screen socket as a browser would (the token offered as a subprotocol) and speaks RFB on it. */
+export async function openScreenSocket(
+  proxyUrl: string,
+  token: string,
+  options: { origin?: string } = {},
+): Promise<OpenedScreen> {
+  const ws = new WebSocket(`${proxyUrl.replace(/^http/, "ws")}/screen`, [SCREEN_PROTOCOL, token], {
+    ...(options.origin ? { origin: options.origin } : {}),
+    perMessageDeflate: false,
+  });
+  const captured = capture(ws);
+  const closed = new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    ws.once("open", () => resolve());
+    ws.once("error", reject);
+    ws.once("unexpected-response", () => reject(new Error(`refused with ${captured.status}`)));
+  });
+  const rfb = await RfbClient.connect(createWebSocketStream(ws));
+  return { ws, rfb, captured, closed };
+}
+
+/** The HTTP status a refused socket got; the proxy answers every refusal the same way. */
+export async function refusedStatus(proxyUrl: string, protocols: string[], origin?: string): Promise<number> {
+  const ws = new WebSocket(`${proxyUrl.replace(/^http/, "ws")}/screen`, protocols, {
+    ...(origin ? { origin } : {}),
+  });
+  return new Promise((resolve, reject) => {
+    ws.once("open", () => {
+      ws.terminate();
+      reject(new Error("the proxy opened a socket it should have refused"));
+    });
+    ws.once("unexpected-response", (_request, response) => {
+      resolve(response.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.once("error", () => undefined);
+  });
+}

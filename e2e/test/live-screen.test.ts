@@ -1,0 +1,201 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { findFreePort } from "@cubicle/db/testing";
+import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
+import { parseConfig } from "@cubicle/supervisor/config";
+import { startSupervisor } from "@cubicle/supervisor/server";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createComputer, machineFor } from "../../api/test/support/computers.ts";
+import { expectStatus, startTestApi, type TestApi } from "../../api/test/support/harness.ts";
+import { buildWorld } from "../../api/test/support/world.ts";
+import { launchChromium } from "./support/browser.ts";
+import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
+
+/**
+ * A person's view of a live screen: Debian's Chromium runs noVNC (the client the dashboard embeds),
+ * which connects through the real proxy with a view capability to a real x11vnc screen — the
+ * desktop provider's on this host, and a Docker computer's through the real supervisor.
+ */
+interface Stack {
+  name: string;
+  /** A screen whose desktop has an xterm under (100, 100) to type into. */
+  screen: number;
+  env(): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }>;
+}
+
+const STACKS: Stack[] = [
+  {
+    name: "desktop",
+    screen: 0,
+    env: async () => ({ env: { SANDBOX_PROVIDER: "desktop" }, cleanup: async () => {} }),
+  },
+  {
+    name: "docker",
+    // screen 0 of a Docker computer also shows the browser; screen 1 has only the xterm
+    screen: 1,
+    env: async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "cubicle-e2e-docker-"));
+      const token = randomBytes(32).toString("hex");
+      const supervisor = await startSupervisor(
+        parseConfig({
+          DATA_DIR: dataDir,
+          SANDBOX_SUPERVISOR_TOKEN: token,
+          SUPERVISOR_PORT: String(await findFreePort()),
+        }),
+        { log: () => {} },
+      );
+      return {
+        env: {
+          SANDBOX_PROVIDER: "docker",
+          SANDBOX_SUPERVISOR_URL: supervisor.url,
+          SANDBOX_SUPERVISOR_TOKEN: token,
+          DATA_DIR: dataDir,
+        },
+        cleanup: async () => {
+          await supervisor.close();
+          await rm(dataDir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
+];
+
+let browser: Browser;
+let novnc: NovncPage;
+
+beforeAll(async () => {
+  [browser, novnc] = await Promise.all([launchChromium(), serveNovncPage()]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await novnc?.close();
+});
+
+/** The canvas as noVNC drew it: how many colours it holds, and a fingerprint of its pixels. */
+function canvasSummary(page: Page) {
+  return page.evaluate(() => {
+    const canvas = document.querySelector("#screen canvas") as HTMLCanvasElement | null;
+    if (!canvas || canvas.width === 0) return { colours: 0, fingerprint: "" };
+    const { data } = (canvas.getContext("2d") as CanvasRenderingContext2D).getImageData(
+      0,
+      0,
+      canvas.width,
+      canvas.height,
+    );
+    const colours = new Set<number>();
+    let hash = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      const pixel = ((data[i] ?? 0) << 16) | ((data[i + 1] ?? 0) << 8) | (data[i + 2] ?? 0);
+      colours.add(pixel);
+      hash = (Math.imul(hash, 31) + pixel) | 0;
+    }
+    return { colours: colours.size, fingerprint: `${canvas.width}x${canvas.height}:${hash}` };
+  });
+}
+
+async function eventually<T>(
+  read: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (accept(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+for (const stack of STACKS) {
+  describe(`a live screen in Chromium through the proxy (${stack.name})`, () => {
+    const key = randomBytes(32).toString("base64url");
+    let t: TestApi;
+    let proxy: RunningProxy;
+    let cleanup: () => Promise<void> = async () => {};
+    let destroy: () => Promise<void> = async () => {};
+
+    beforeAll(async () => {
+      const setup = await stack.env();
+      cleanup = setup.cleanup;
+      const proxyPort = String(await findFreePort());
+      t = await startTestApi({
+        ...setup.env,
+        SCREEN_CAPABILITY_KEY: key,
+        PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
+      });
+      proxy = await startProxy(
+        parseProxyConfig({
+          SCREEN_CAPABILITY_KEY: key,
+          PROXY_PORT: proxyPort,
+          CUBICLE_API_URL: t.api.url,
+          PROXY_ALLOWED_ORIGINS: novnc.origin,
+          LOG_LEVEL: "silent",
+        }),
+      );
+    }, 120_000);
+
+    afterAll(async () => {
+      await proxy?.close();
+      await destroy();
+      await t?.close();
+      await cleanup();
+    });
+
+    it("shows non-uniform pixels that change when the desktop changes", { timeout: 120_000 }, async () => {
+      const world = await buildWorld(t, stack.name);
+      const computer = await createComputer(t, world.workspaceId);
+      const { provider, ref } = await machineFor(t, computer);
+      destroy = () => provider.destroy(ref);
+      const path = `/v1/workspaces/${world.workspaceId}/computers/${computer.id}/screens/${stack.screen}/capabilities`;
+      const capability = expectStatus(await world.people.viewer.post(path, { mode: "view" }), 201).json;
+
+      expect(capability.url).toBe(`ws://127.0.0.1:${proxy.port}`);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      const requested: string[] = [];
+      page.on("request", (request) => requested.push(request.url()));
+      await page.goto(`${novnc.origin}/`);
+      await page.evaluate(
+        ({ url, protocol, token }) =>
+          (window as unknown as { openScreen: (...args: unknown[]) => void }).openScreen(
+            `${url}/screen`,
+            protocol,
+            token,
+            true,
+          ),
+        { url: capability.url, protocol: capability.protocol, token: capability.token },
+      );
+      await page.waitForFunction(() =>
+        (window as unknown as { screenEvents: { name: string }[] }).screenEvents.some(
+          (e) => e.name === "connect",
+        ),
+      );
+      const first = await eventually(
+        () => canvasSummary(page),
+        (s) => s.colours > 1,
+      );
+      expect(first.colours).toBeGreaterThan(1);
+      expect(first.fingerprint).toMatch(/^1280x800:/);
+
+      await provider.act(ref, stack.screen, [
+        { type: "click", x: 100, y: 100 },
+        { type: "type", text: "cubicle was here " },
+      ]);
+      const changed = await eventually(
+        () => canvasSummary(page),
+        (s) => s.fingerprint !== first.fingerprint,
+      );
+      expect(changed.fingerprint).not.toBe(first.fingerprint);
+
+      // the capability went into the socket's subprotocol header, never into a URL the browser keeps
+      expect(requested.some((url) => url.includes(capability.token))).toBe(false);
+      await page.screenshot({
+        path: join(import.meta.dirname, "..", "artifacts", `live-screen-${stack.name}.png`),
+      });
+      await page.close();
+    });
+  });
+}

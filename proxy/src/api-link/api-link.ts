@@ -1,0 +1,39 @@
+import { type CapabilityKeyring, mintServiceToken, type ReplayGuard } from "../capability/index.ts";
+
+const REQUEST_TIMEOUT_MS = 5_000;
+// Service tokens live 60 s; a fresh one is minted well before the old one could expire in flight.
+const TOKEN_REUSE_MS = 30_000;
+
+/**
+ * The proxy's only link to state: api answers for token ids (single use across every proxy
+ * replica) and streams control-lease changes. Each call proves itself with a service token.
+ */
+export class ApiLink implements ReplayGuard {
+  private token: { value: string; mintedAt: number } | undefined;
+
+  constructor(
+    readonly apiUrl: string,
+    private readonly keyring: CapabilityKeyring,
+  ) {}
+
+  async authorization(): Promise<string> {
+    const now = Date.now();
+    if (!this.token || now - this.token.mintedAt > TOKEN_REUSE_MS)
+      this.token = { value: await mintServiceToken(this.keyring), mintedAt: now };
+    return `Bearer ${this.token.value}`;
+  }
+
+  /** True the first time any replica presents this token id; fails closed when api cannot answer. */
+  async claim(jti: string, expiresAt: Date): Promise<boolean> {
+    const response = await fetch(`${this.apiUrl}/internal/proxy/redemptions`, {
+      method: "POST",
+      headers: { authorization: await this.authorization(), "content-type": "application/json" },
+      body: JSON.stringify({ jti, expiresAt: expiresAt.toISOString() }),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    if (response.status === 201) return true;
+    if (response.status === 409) return false;
+    throw new Error(`api answered ${response.status} to a redemption`);
+  }
+}

@@ -1,0 +1,10 @@
+/** A start-up configuration problem list; main prints it as one paragraph and exits non-zero. */
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(problems.join("\n"));
+    this.name = "ConfigError";
+    this.problems = Object.freeze([...problems]);
+  }
+}

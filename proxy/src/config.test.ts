@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { parseProxyConfig } from "./config.ts";
+import { ConfigError } from "./config-error.ts";
+
+const key = "k".repeat(40);
+
+describe("proxy configuration", () => {
+  it("defaults to loopback port 3200, the local api and the local dashboard's origins", () => {
+    const config = parseProxyConfig({ SCREEN_CAPABILITY_KEY: key, PROXY_PORT: " " });
+    expect(config).toMatchObject({
+      host: "127.0.0.1",
+      port: 3200,
+      apiUrl: "http://127.0.0.1:3100",
+      allowedOrigins: ["http://127.0.0.1:3000", "http://localhost:3000"],
+      previousCapabilityKeys: [],
+    });
+  });
+
+  it("reads rotation keys, origins and limits", () => {
+    const config = parseProxyConfig({
+      SCREEN_CAPABILITY_KEY: key,
+      SCREEN_CAPABILITY_PREVIOUS_KEYS: `${"p".repeat(32)}, ${"q".repeat(32)}`,
+      PROXY_ALLOWED_ORIGINS: "https://cubicle.example.com/",
+      CUBICLE_API_URL: "http://api:3100/",
+      PROXY_MAX_SOCKETS_PER_IP: "4",
+    });
+    expect(config.previousCapabilityKeys).toHaveLength(2);
+    expect(config.allowedOrigins).toEqual(["https://cubicle.example.com"]);
+    expect(config.apiUrl).toBe("http://api:3100");
+    expect(config.maxSocketsPerIp).toBe(4);
+  });
+
+  it("lists every problem at once, never echoing a secret", () => {
+    let error: unknown;
+    try {
+      parseProxyConfig({
+        SCREEN_CAPABILITY_KEY: "short-secret-value",
+        PROXY_PORT: "70000",
+        PROXY_ALLOWED_ORIGINS: "cubicle.example.com",
+        CUBICLE_API_URL: "ftp://x",
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(4);
+    expect(problems.join("\n")).not.toContain("short-secret-value");
+    expect(() => parseProxyConfig({})).toThrow(/SCREEN_CAPABILITY_KEY is not set/);
+  });
+});

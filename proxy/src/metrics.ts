@@ -1,0 +1,41 @@
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { ScreenMode } from "./capability/index.ts";
+
+/** What `/metrics` shows. A registry per proxy, so several proxies in one process never share counts. */
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly openSockets = new Gauge({
+    name: "cubicle_proxy_open_sockets",
+    help: "Screen sockets open now, by mode",
+    labelNames: ["mode"] as const,
+    registers: [this.registry],
+  });
+  readonly bytes = new Counter({
+    name: "cubicle_proxy_bytes_total",
+    help: "Bytes relayed, by direction (to_screen: browser input forwarded; to_browser: screen output)",
+    labelNames: ["direction"] as const,
+    registers: [this.registry],
+  });
+  readonly refusals = new Counter({
+    name: "cubicle_proxy_refusals_total",
+    help: "Socket requests refused before opening, by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly droppedInput = new Counter({
+    name: "cubicle_proxy_dropped_input_messages_total",
+    help: "Input-bearing RFB messages dropped on view-only sockets",
+    registers: [this.registry],
+  });
+  readonly closes = new Counter({
+    name: "cubicle_proxy_socket_closes_total",
+    help: "Screen sockets closed, by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: "cubicle_proxy_" });
+    for (const mode of ["view", "control"] satisfies ScreenMode[]) this.openSockets.set({ mode }, 0);
+  }
+}

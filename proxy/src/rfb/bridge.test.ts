@@ -1,0 +1,393 @@
+import { once } from "node:events";
+import type { Duplex } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { bridgeRfb, type RfbBridgeEnd, type RfbBridgeOptions } from "./bridge.ts";
+import { ByteReader } from "./byte-reader.ts";
+import { memoryPair, tcpPair } from "./testing/pairs.ts";
+import { RfbClient } from "./testing/rfb-client.ts";
+import { vncAuthResponse } from "./vnc-auth.ts";
+
+const PASSWORD = "s3cret";
+const u32 = (n: number) => {
+  const bytes = Buffer.alloc(4);
+  bytes.writeUInt32BE(n);
+  return bytes;
+};
+const text = (value: string) => Buffer.concat([u32(value.length), Buffer.from(value, "latin1")]);
+
+function serverInit(width: number, height: number, name: string): Buffer {
+  const fixed = Buffer.alloc(20);
+  fixed.writeUInt16BE(width, 0);
+  fixed.writeUInt16BE(height, 2);
+  Buffer.from([32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0]).copy(fixed, 4);
+  return Buffer.concat([fixed, text(name)]);
+}
+
+interface FakeServerOptions {
+  version?: string;
+  /** Security types offered (3.7+), or the one imposed (3.3). */
+  securityTypes?: number[];
+  password?: string;
+  /** Overrides the SecurityResult the password check would give. */
+  securityResult?: number;
+}
+
+/** A scripted VNC server on `stream`; resolves with the ClientInit it got, reading on with `reader`. */
+async function fakeVncServer(stream: Duplex, options: FakeServerOptions = {}) {
+  const reader = new ByteReader(stream);
+  const version = options.version ?? "003.008";
+  const minor = Number(version.slice(4));
+  stream.write(`RFB ${version}\n`);
+  const answered = (await reader.read(12)).toString("latin1");
+  const types = options.securityTypes ?? [2];
+  let chosen: number;
+  if (minor === 3) {
+    chosen = types[0] ?? 0;
+    stream.write(u32(chosen));
+  } else {
+    stream.write(Buffer.from([types.length, ...types]));
+    chosen = await reader.readU8();
+  }
+  let result = 0;
+  if (chosen === 2) {
+    const challenge = Buffer.from("0123456789abcdef");
+    stream.write(challenge);
+    const response = await reader.read(16);
+    result = response.equals(vncAuthResponse(options.password ?? PASSWORD, challenge)) ? 0 : 1;
+  }
+  result = options.securityResult ?? result;
+  if (chosen === 2 || minor === 8) {
+    stream.write(u32(result));
+    if (result !== 0) {
+      if (minor === 8) stream.write(text("Authentication failed"));
+      stream.end();
+      return { reader, answered, chosen, clientInit: undefined };
+    }
+  }
+  const clientInit = await reader.readU8();
+  stream.write(serverInit(640, 480, "fake desktop"));
+  return { reader, answered, chosen, clientInit };
+}
+
+/** The browser's side of the handshake, by hand; the reader is left positioned after ServerInit. */
+async function browserHandshake(browser: Duplex): Promise<ByteReader> {
+  const reader = new ByteReader(browser);
+  await reader.read(12);
+  browser.write("RFB 003.008\n");
+  await reader.read(2);
+  browser.write(Buffer.from([1]));
+  await reader.read(4);
+  browser.write(Buffer.from([1]));
+  const fixed = await reader.read(24);
+  await reader.read(fixed.readUInt32BE(20));
+  return reader;
+}
+
+/** A bridge between a scripted browser end and a scripted server end, both in memory unless said otherwise. */
+function setup(overrides: Partial<RfbBridgeOptions> = {}, pairs = [memoryPair(), memoryPair()]) {
+  const [[browser, proxyBrowserSide], [proxyTargetSide, target]] = pairs as [
+    [Duplex, Duplex],
+    [Duplex, Duplex],
+  ];
+  const counters = { client: 0, server: 0, dropped: [] as number[] };
+  const ended: Promise<RfbBridgeEnd> = bridgeRfb({
+    browser: proxyBrowserSide,
+    target: proxyTargetSide,
+    password: PASSWORD,
+    mode: "control",
+    maxClientMessageBytes: 256 * 1024,
+    onClientBytes: (n) => {
+      counters.client += n;
+    },
+    onServerBytes: (n) => {
+      counters.server += n;
+    },
+    onDropped: (type) => counters.dropped.push(type),
+    ...overrides,
+  });
+  return { browser, target, proxyBrowserSide, proxyTargetSide, counters, ended };
+}
+
+describe("bridgeRfb handshakes", () => {
+  it("authenticates to the target with the password and lets the browser in with None", async () => {
+    const { browser, target, ended } = setup();
+    const [server, client] = await Promise.all([fakeVncServer(target), RfbClient.connect(browser)]);
+    expect(server.answered).toBe("RFB 003.008\n");
+    expect(server.chosen).toBe(2);
+    expect(client.serverInit).toMatchObject({ width: 640, height: 480, name: "fake desktop" });
+    expect(client.serverInit.pixelFormat).toMatchObject({ bitsPerPixel: 32, depth: 24, trueColour: true });
+    client.close();
+    expect(await ended).toEqual({ reason: "browser-closed" });
+  });
+
+  it("works over real TCP sockets too", async () => {
+    const { browser, target, ended } = setup({}, [await tcpPair(), await tcpPair()]);
+    const [, client] = await Promise.all([fakeVncServer(target), RfbClient.connect(browser)]);
+    expect(client.serverInit.width).toBe(640);
+    const browserClosed = once(browser, "close");
+    target.end();
+    expect(await ended).toEqual({ reason: "target-closed" });
+    await browserClosed;
+  });
+
+  it("always asks the target for a shared session", async () => {
+    const { browser, target } = setup();
+    const [server] = await Promise.all([
+      fakeVncServer(target),
+      RfbClient.connect(browser, { shared: false }),
+    ]);
+    expect(server.clientInit).toBe(1);
+  });
+
+  it("ends with target-auth-failed and the server's reason on a wrong password", async () => {
+    const { browser, target, ended } = setup({ password: "wrong" });
+    void fakeVncServer(target);
+    const connecting = RfbClient.connect(browser).catch((error: Error) => error);
+    expect(await ended).toEqual({ reason: "target-auth-failed", detail: "Authentication failed" });
+    expect(await connecting).toBeInstanceOf(Error);
+  });
+
+  it.each(["003.003", "003.007"])(
+    "speaks RFB %s to an older target and RFB 3.8 to the browser",
+    async (version) => {
+      const { browser, target } = setup();
+      const [server, client] = await Promise.all([
+        fakeVncServer(target, { version }),
+        RfbClient.connect(browser),
+      ]);
+      expect(server.answered).toBe(`RFB ${version}\n`);
+      expect(client.serverInit.name).toBe("fake desktop");
+    },
+  );
+
+  it("answers 3.8 to a target offering a later version", async () => {
+    const { browser, target } = setup();
+    const [server] = await Promise.all([
+      fakeVncServer(target, { version: "003.889" }),
+      RfbClient.connect(browser),
+    ]);
+    expect(server.answered).toBe("RFB 003.008\n");
+  });
+
+  it.each(["003.003", "003.007", "003.008"])(
+    "uses None when there is no password (target %s)",
+    async (version) => {
+      const { browser, target } = setup({ password: undefined });
+      const [server] = await Promise.all([
+        fakeVncServer(target, { version, securityTypes: [1] }),
+        RfbClient.connect(browser),
+      ]);
+      expect(server.chosen).toBe(1);
+    },
+  );
+
+  it.each([3, 7, 8] as const)("lets in a browser speaking RFB 3.%i", async (minor) => {
+    const { browser, target } = setup();
+    const [, client] = await Promise.all([
+      fakeVncServer(target),
+      RfbClient.connect(browser, { version: minor }),
+    ]);
+    expect(client.serverInit.width).toBe(640);
+  });
+
+  it.each([
+    [
+      "the target wants a password that is not given",
+      { securityTypes: [2] },
+      undefined,
+      /requires a password|none usable/,
+    ],
+    ["the target offers nothing usable", { securityTypes: [16, 19] }, PASSWORD, /\[16, 19\]/],
+    [
+      "the target refuses",
+      { securityTypes: [] },
+      PASSWORD,
+      /target refused: Authentication failed|target refused/,
+    ],
+  ] as const)("ends with handshake-failed when %s", async (_, serverOptions, password, detail) => {
+    const { target, ended } = setup({ password });
+    void fakeVncServer(target, { ...serverOptions, securityTypes: [...serverOptions.securityTypes] }).catch(
+      () => {},
+    );
+    if (serverOptions.securityTypes.length === 0) target.write(text("too many connections"));
+    const end = await ended;
+    expect(end.reason).toBe("handshake-failed");
+    expect(end.detail).toMatch(detail);
+  });
+
+  it("ends with handshake-failed when the target does not speak RFB", async () => {
+    const { target, ended } = setup();
+    target.write("HTTP/1.1 400 Bad Request\r\n\r\n");
+    expect(await ended).toMatchObject({ reason: "handshake-failed" });
+  });
+
+  it("ends with handshake-failed when the browser asks for a version it cannot have", async () => {
+    const { browser, target, ended } = setup();
+    void fakeVncServer(target).catch(() => {});
+    const reader = new ByteReader(browser);
+    expect((await reader.read(12)).toString()).toBe("RFB 003.008\n");
+    browser.write("RFB 004.001\n");
+    expect(await ended).toMatchObject({ reason: "handshake-failed" });
+  });
+
+  it("ends with handshake-failed when the browser chooses another security type", async () => {
+    const { browser, target, ended } = setup();
+    void fakeVncServer(target).catch(() => {});
+    const reader = new ByteReader(browser);
+    await reader.read(12);
+    browser.write("RFB 003.008\n");
+    expect([...(await reader.read(2))]).toEqual([1, 1]);
+    browser.write(Buffer.from([2]));
+    expect(await ended).toEqual({ reason: "handshake-failed", detail: "browser chose security type 2" });
+    // A 3.8 client is told why.
+    expect((await reader.read(4)).readUInt32BE(0)).toBe(1);
+  });
+
+  it("ends with handshake-failed when a handshake stalls, closing both sides", async () => {
+    const { browser, target, ended, proxyBrowserSide, proxyTargetSide } = setup({ handshakeTimeoutMs: 200 });
+    target.resume();
+    browser.resume();
+    const started = Date.now();
+    expect(await ended).toEqual({ reason: "handshake-failed", detail: "handshake timed out" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    expect(proxyBrowserSide.destroyed && proxyTargetSide.destroyed).toBe(true);
+  });
+
+  it("ends with target-closed when the target goes away mid-handshake", async () => {
+    const { target, ended } = setup();
+    target.write("RFB 003.008\n");
+    await sleep(10);
+    target.destroy();
+    expect(await ended).toEqual({ reason: "target-closed", detail: "during the handshake" });
+  });
+});
+
+describe("bridgeRfb relay", () => {
+  async function connected(overrides: Partial<RfbBridgeOptions> = {}) {
+    const bridge = setup(overrides);
+    const [server, client] = await Promise.all([
+      fakeVncServer(bridge.target),
+      RfbClient.connect(bridge.browser),
+    ]);
+    return { ...bridge, server: server.reader, client };
+  }
+
+  it("forwards input in control mode and relays server messages unchanged", async () => {
+    const { client, server, target, counters } = await connected();
+    client.pointerEvent(100, 200, 1);
+    client.keyEvent(0x61, true);
+    expect([...(await server.read(6))]).toEqual([5, 1, 0, 100, 0, 200]);
+    expect([...(await server.read(8))]).toEqual([4, 1, 0, 0, 0, 0, 0, 0x61]);
+    target.write(Buffer.from([2])); // Bell
+    expect(await client.readMessage()).toEqual({ type: "bell" });
+    expect(counters).toEqual({ client: 1 + 6 + 8, server: 24 + 12 + 1, dropped: [] });
+  });
+
+  it("drops input in view mode but forwards what shapes the picture", async () => {
+    const { client, server, counters } = await connected({ mode: "view" });
+    client.pointerEvent(100, 200);
+    client.keyEvent(0x61, true);
+    client.cutText("hello");
+    client.requestUpdate({ incremental: true });
+    // The update request arrives first: nothing before it was forwarded.
+    expect((await server.read(10)).readUInt8(0)).toBe(3);
+    expect(counters.dropped).toEqual([5, 4, 6]);
+    expect(counters.client).toBe(1 + 10);
+  });
+
+  it("forwards client messages sent before ServerInit, after ClientInit", async () => {
+    const { browser, target } = setup();
+    const serving = fakeVncServer(target);
+    const reader = new ByteReader(browser);
+    await reader.read(12);
+    browser.write("RFB 003.008\n");
+    await reader.read(2);
+    browser.write(Buffer.from([1]));
+    await reader.read(4);
+    // ClientInit with a PointerEvent right behind it, in one write.
+    browser.write(Buffer.from([0, 5, 0, 0, 7, 0, 9]));
+    const { reader: server, clientInit } = await serving;
+    expect(clientInit).toBe(1);
+    expect([...(await server.read(6))]).toEqual([5, 0, 0, 7, 0, 9]);
+  });
+
+  it("ends with protocol-violation on an unknown message and closes both sides", async () => {
+    const { client, ended, proxyBrowserSide, proxyTargetSide, counters } = await connected({ mode: "view" });
+    client.send(Buffer.from([3, 0, 0, 0, 0, 0, 0, 10, 0, 10, 99, 0, 0, 0]));
+    expect(await ended).toEqual({ reason: "protocol-violation", detail: "unknown client message type 99" });
+    expect(proxyBrowserSide.destroyed && proxyTargetSide.destroyed).toBe(true);
+    expect(counters.client).toBe(1);
+  });
+
+  it("ends with message-too-large on a cut text over the limit", async () => {
+    const { client, ended } = await connected({ maxClientMessageBytes: 1024 });
+    client.cutText("x".repeat(2000));
+    expect(await ended).toEqual({
+      reason: "message-too-large",
+      detail: "client message type 6 of 2008 bytes",
+    });
+  });
+
+  it("ends with target-closed and lets the browser read what was sent before", async () => {
+    const { client, target, ended } = await connected();
+    target.end(Buffer.from([2, 2]));
+    expect(await ended).toEqual({ reason: "target-closed" });
+    expect(await client.readMessage()).toEqual({ type: "bell" });
+    expect(await client.readMessage()).toEqual({ type: "bell" });
+  });
+
+  it("ends with browser-closed and closes the target", async () => {
+    const { client, target, ended } = await connected();
+    const targetClosed = once(target, "close");
+    client.close();
+    expect(await ended).toEqual({ reason: "browser-closed" });
+    await targetClosed;
+  });
+
+  it("ends with aborted when the signal fires, closing both sides", async () => {
+    const controller = new AbortController();
+    const { ended, proxyBrowserSide, proxyTargetSide } = await connected({ signal: controller.signal });
+    controller.abort();
+    expect(await ended).toEqual({ reason: "aborted" });
+    expect(proxyBrowserSide.destroyed && proxyTargetSide.destroyed).toBe(true);
+  });
+
+  it("ends at once with aborted for a signal that already fired", async () => {
+    const { ended } = setup({ signal: AbortSignal.abort() });
+    expect(await ended).toEqual({ reason: "aborted" });
+  });
+
+  it("stops reading the target while the browser does not read, then delivers everything", async () => {
+    const { target, counters, browser, ended } = setup();
+    void fakeVncServer(target);
+    // A browser that reads only when asked: its reader stops taking data past 64 KiB.
+    const reader = await browserHandshake(browser);
+    const total = 16 * 1024 * 1024;
+    const payload = Buffer.alloc(total, 7);
+    let offered = 0;
+    const writer = (async () => {
+      for (let at = 0; at < total; at += 64 * 1024) {
+        offered = at;
+        if (!target.write(payload.subarray(at, at + 64 * 1024))) await once(target, "drain");
+      }
+      offered = total;
+    })();
+    await sleep(300);
+    // Only a few stream buffers' worth went through; the rest waits at the target.
+    const serverInitBytes = 24 + "fake desktop".length;
+    expect(counters.server - serverInitBytes).toBeLessThan(1024 * 1024);
+    expect(offered).toBeLessThan(1024 * 1024);
+
+    let received = 0;
+    while (received < total) {
+      const chunk = await reader.read(Math.min(1024 * 1024, total - received));
+      expect(chunk.every((byte) => byte === 7)).toBe(true);
+      received += chunk.length;
+    }
+    await writer;
+    expect(counters.server).toBe(serverInitBytes + total);
+    browser.end();
+    expect(await ended).toEqual({ reason: "browser-closed" });
+  });
+});

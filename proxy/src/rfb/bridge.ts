@@ -1,0 +1,201 @@
+/**
+ * Joins a browser's RFB session to a VNC server. The proxy authenticates to the server itself, lets the
+ * browser in with security type None (its capability already vouched for it), relays the server's
+ * output untouched and frames the browser's messages so that a `view` session cannot send input.
+ *
+ *   browser ──(RFB, None)── bridge ──(RFB, VNC Authentication)── target
+ */
+import type { Duplex } from "node:stream";
+import { ByteReader } from "./byte-reader.ts";
+import { ClientMessageFilter } from "./client-messages.ts";
+import { HandshakeFailure, handshakeBrowser, handshakeTarget, readServerInit } from "./handshake.ts";
+
+export type RfbBridgeEndReason =
+  | "browser-closed"
+  | "target-closed"
+  | "protocol-violation"
+  | "target-auth-failed"
+  | "handshake-failed"
+  | "aborted"
+  | "message-too-large";
+
+export interface RfbBridgeEnd {
+  reason: RfbBridgeEndReason;
+  detail?: string;
+}
+
+export interface RfbBridgeOptions {
+  /** Speaks RFB as a client (noVNC), already authorised by a capability. */
+  browser: Duplex;
+  /** A VNC server offering VNC Authentication (2) or None (1). */
+  target: Duplex;
+  /** The target's VNC password; undefined means the target must offer None. Never sent to the browser. */
+  password: string | undefined;
+  mode: "view" | "control";
+  /** A client message larger than this (ClientCutText, say) ends the bridge with `message-too-large`. */
+  maxClientMessageBytes: number;
+  /** Both handshakes together must finish within this time; default 10 s. */
+  handshakeTimeoutMs?: number;
+  /** Bytes of the browser's stream written to the target (ClientInit and forwarded messages). */
+  onClientBytes?(n: number): void;
+  /** Bytes of the target's stream written to the browser (ServerInit and everything after it). */
+  onServerBytes?(n: number): void;
+  /** An input message the browser sent in `view` mode, dropped. */
+  onDropped?(messageType: number): void;
+  /** Aborting closes both sides. */
+  signal?: AbortSignal;
+}
+
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** How long a side whose peer went away gets to flush what it was already sent before it is destroyed. */
+const CLOSE_GRACE_MS = 1_000;
+
+/** Resolves once the bridge has ended and both streams are closed or closing; never rejects. */
+export function bridgeRfb(options: RfbBridgeOptions): Promise<RfbBridgeEnd> {
+  return new Promise((resolve) => new Bridge(options, resolve).start());
+}
+
+class Bridge {
+  readonly #options: RfbBridgeOptions;
+  readonly #resolve: (end: RfbBridgeEnd) => void;
+  #ended = false;
+  #relaying = false;
+  #handshakeTimer: NodeJS.Timeout | undefined;
+  #readers: ByteReader[] = [];
+  /** Sources paused until the other side drains. */
+  readonly #throttled = new Set<Duplex>();
+  readonly #filter: ClientMessageFilter;
+
+  constructor(options: RfbBridgeOptions, resolve: (end: RfbBridgeEnd) => void) {
+    this.#options = options;
+    this.#resolve = resolve;
+    this.#filter = new ClientMessageFilter({
+      mode: options.mode,
+      maxMessageBytes: options.maxClientMessageBytes,
+    });
+  }
+
+  start(): void {
+    const { browser, target, signal } = this.#options;
+    // Attached for the bridge's whole life: besides ending it, they keep a late 'error' from going unhandled.
+    this.#watch(browser, "browser-closed");
+    this.#watch(target, "target-closed");
+    if (signal?.aborted) {
+      this.#finish("aborted");
+      return;
+    }
+    signal?.addEventListener("abort", this.#onAbort, { once: true });
+
+    const timeout = this.#options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    this.#handshakeTimer = setTimeout(() => this.#finish("handshake-failed", "handshake timed out"), timeout);
+    this.#handshake().catch((error: unknown) => {
+      if (error instanceof HandshakeFailure) this.#finish(error.reason, error.message);
+      else this.#finish("handshake-failed", error instanceof Error ? error.message : String(error));
+    });
+  }
+
+  async #handshake(): Promise<void> {
+    const { browser, target, password } = this.#options;
+    const fromTarget = new ByteReader(target);
+    const fromBrowser = new ByteReader(browser);
+    this.#readers = [fromTarget, fromBrowser];
+
+    // The target first: a browser is only let in once there is a desktop to show it.
+    await handshakeTarget(fromTarget, target, password);
+    await handshakeBrowser(fromBrowser, browser);
+    // Always ask for a shared session: a browser must not be able to disconnect the desktop's other viewers.
+    target.write(Buffer.from([1]));
+    this.#options.onClientBytes?.(1);
+    const serverInit = await readServerInit(fromTarget);
+    if (this.#ended) return;
+    clearTimeout(this.#handshakeTimer);
+
+    this.#readers = [];
+    this.#relaying = true;
+    const earlyFromTarget = fromTarget.release();
+    const earlyFromBrowser = fromBrowser.release();
+    target.on("data", this.#onTargetData);
+    browser.on("data", this.#onBrowserData);
+    this.#onTargetData(Buffer.concat([serverInit, earlyFromTarget]));
+    if (earlyFromBrowser.length > 0) this.#onBrowserData(earlyFromBrowser);
+    if (this.#ended) return;
+    for (const source of [target, browser]) if (!this.#throttled.has(source)) source.resume();
+  }
+
+  readonly #onTargetData = (chunk: Buffer): void => {
+    if (this.#ended) return;
+    this.#options.onServerBytes?.(chunk.length);
+    this.#write(this.#options.target, this.#options.browser, chunk);
+  };
+
+  readonly #onBrowserData = (chunk: Buffer): void => {
+    if (this.#ended) return;
+    const result = this.#filter.push(chunk);
+    if ("violation" in result) {
+      this.#finish(result.violation.reason, result.violation.detail);
+      return;
+    }
+    for (const step of result.steps) {
+      if ("forward" in step) {
+        this.#options.onClientBytes?.(step.forward.length);
+        this.#write(this.#options.browser, this.#options.target, step.forward);
+      } else {
+        this.#options.onDropped?.(step.dropped);
+      }
+    }
+  };
+
+  /** Writes to `sink`; when the sink is full, stops reading `source` until it drains. */
+  #write(source: Duplex, sink: Duplex, data: Buffer): void {
+    if (sink.write(data) || this.#throttled.has(source)) return;
+    this.#throttled.add(source);
+    source.pause();
+    sink.once("drain", () => {
+      this.#throttled.delete(source);
+      if (!this.#ended) source.resume();
+    });
+  }
+
+  #watch(stream: Duplex, reason: "browser-closed" | "target-closed"): void {
+    const closed = () => this.#finish(reason, this.#relaying ? undefined : "during the handshake");
+    stream.on("end", closed);
+    stream.on("close", closed);
+    stream.on("error", (error: Error) => this.#finish(reason, error.message));
+    if (stream.destroyed || stream.readableEnded) queueMicrotask(closed);
+  }
+
+  readonly #onAbort = (): void => this.#finish("aborted");
+
+  #finish(reason: RfbBridgeEndReason, detail?: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    clearTimeout(this.#handshakeTimer);
+    this.#options.signal?.removeEventListener("abort", this.#onAbort);
+    for (const reader of this.#readers) reader.cancel("bridge ended");
+
+    const { browser, target } = this.#options;
+    // When one side leaves, the other still gets what was already relayed to it; otherwise cut both.
+    if (reason === "browser-closed") {
+      browser.destroy();
+      closeGently(target);
+    } else if (reason === "target-closed") {
+      target.destroy();
+      closeGently(browser);
+    } else {
+      browser.destroy();
+      target.destroy();
+    }
+    this.#resolve(detail === undefined ? { reason } : { reason, detail });
+  }
+}
+
+function closeGently(stream: Duplex): void {
+  if (stream.destroyed) return;
+  stream.end();
+  // Keep reading (and discarding) so that the peer's close is noticed.
+  stream.resume();
+  const timer = setTimeout(() => stream.destroy(), CLOSE_GRACE_MS);
+  timer.unref();
+  stream.once("close", () => clearTimeout(timer));
+}

@@ -1,0 +1,8 @@
+export {
+  bridgeRfb,
+  DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  type RfbBridgeEnd,
+  type RfbBridgeEndReason,
+  type RfbBridgeOptions,
+} from "./bridge.ts";
+export { ClientMessageType } from "./client-messages.ts";

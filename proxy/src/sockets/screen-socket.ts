@@ -1,0 +1,155 @@
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import { createWebSocketStream, type WebSocket } from "ws";
+import type { ActiveControlLease } from "../api-link/control-leases.ts";
+import type { VerifiedCapability } from "../capability/index.ts";
+import type { ProxyMetrics } from "../metrics.ts";
+import { bridgeRfb } from "../rfb/index.ts";
+import { connectTarget } from "./targets.ts";
+
+/** Close codes a browser sees; reasons are generic on purpose. */
+export const CLOSE = {
+  targetClosed: { code: 1000, reason: "screen closed" },
+  violation: { code: 1008, reason: "protocol violation" },
+  unavailable: { code: 1011, reason: "screen unavailable" },
+  controlEnded: { code: 4001, reason: "control ended" },
+  idle: { code: 4002, reason: "idle" },
+  controlUnverifiable: { code: 4003, reason: "control cannot be verified" },
+  shuttingDown: { code: 1001, reason: "proxy shutting down" },
+} as const;
+export type CloseKind = keyof typeof CLOSE;
+
+// A peer that ignores our close frame is cut off; revocation must not wait for its cooperation.
+const CLOSE_GRACE_MS = 500;
+const PING_INTERVAL_MS = 20_000;
+
+export interface ScreenSocketOptions {
+  socket: WebSocket;
+  capability: VerifiedCapability;
+  /** Present for control sockets: the lease they live under, as last seen. */
+  lease: ActiveControlLease | undefined;
+  idleTimeoutMs: number;
+  maxFrameBytes: number;
+  metrics: ProxyMetrics;
+  logger: Logger;
+}
+
+/** One open screen socket: its bridge, its timers, and the one way to end it. */
+export class ScreenSocket {
+  private readonly abort = new AbortController();
+  private lastActivity = Date.now();
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private closedWith: CloseKind | undefined;
+  private target: Duplex | undefined;
+  readonly ended: Promise<void>;
+
+  constructor(private readonly options: ScreenSocketOptions) {
+    if (options.lease) this.followLease(options.lease);
+    this.ended = this.run();
+  }
+
+  get capability(): VerifiedCapability {
+    return this.options.capability;
+  }
+
+  /** The lease moved (renewed); the socket now ends at its new expiry. */
+  followLease(lease: ActiveControlLease): void {
+    clearTimeout(this.expiryTimer);
+    const left = lease.expiresAt.getTime() - Date.now();
+    this.expiryTimer = setTimeout(() => this.close("controlEnded"), Math.max(0, left));
+  }
+
+  /**
+   * Sends the close frame first (the bridge's abort would terminate the socket without one), then
+   * cuts the screen side at once so no more input reaches it, then ends the relay.
+   */
+  close(kind: CloseKind): void {
+    if (this.closedWith) return;
+    this.closedWith = kind;
+    const { socket } = this.options;
+    const { code, reason } = CLOSE[kind];
+    socket.close(code, reason);
+    this.target?.destroy();
+    setTimeout(() => {
+      this.abort.abort();
+      socket.terminate();
+    }, CLOSE_GRACE_MS).unref();
+  }
+
+  private async run(): Promise<void> {
+    const { socket, capability, metrics, logger } = this.options;
+    const mode = capability.mode;
+    metrics.openSockets.inc({ mode });
+    const timers = this.startTimers();
+    try {
+      let target: Duplex;
+      try {
+        target = await connectTarget(capability.target);
+      } catch {
+        this.close("unavailable");
+        return;
+      }
+      if (this.closedWith) {
+        target.destroy();
+        return;
+      }
+      this.target = target;
+      const end = await bridgeRfb({
+        browser: createWebSocketStream(socket),
+        target,
+        password: capability.target.password,
+        mode,
+        maxClientMessageBytes: this.options.maxFrameBytes,
+        signal: this.abort.signal,
+        onClientBytes: (n) => {
+          this.lastActivity = Date.now();
+          metrics.bytes.inc({ direction: "to_screen" }, n);
+        },
+        onServerBytes: (n) => {
+          this.lastActivity = Date.now();
+          metrics.bytes.inc({ direction: "to_browser" }, n);
+        },
+        onDropped: () => metrics.droppedInput.inc(),
+      });
+      if (end.reason === "protocol-violation" || end.reason === "message-too-large") this.close("violation");
+      else if (end.reason === "target-closed") this.close("targetClosed");
+      else if (end.reason !== "aborted" && end.reason !== "browser-closed") this.close("unavailable");
+      logger.info(
+        {
+          subject: capability.subject,
+          computer: capability.computerId,
+          screen: capability.screen,
+          mode,
+          end: end.reason,
+        },
+        "screen socket ended",
+      );
+    } finally {
+      for (const timer of timers) clearInterval(timer);
+      clearTimeout(this.expiryTimer);
+      metrics.openSockets.dec({ mode });
+      metrics.closes.inc({ reason: this.closedWith ?? "browserClosed" });
+      if (!this.closedWith) socket.terminate();
+    }
+  }
+
+  private startTimers(): NodeJS.Timeout[] {
+    const { socket, idleTimeoutMs } = this.options;
+    let alive = true;
+    socket.on("pong", () => {
+      alive = true;
+    });
+    const ping = setInterval(() => {
+      if (!alive) return socket.terminate();
+      alive = false;
+      socket.ping();
+    }, PING_INTERVAL_MS);
+    const idle = setInterval(
+      () => {
+        if (Date.now() - this.lastActivity >= idleTimeoutMs) this.close("idle");
+      },
+      Math.min(idleTimeoutMs / 4, 10_000),
+    );
+    return [ping, idle];
+  }
+}

@@ -1,0 +1,85 @@
+// What `npm start` runs once dependencies are installed: Cubicle's processes on this machine, each
+// its own process as in production — the api, the screen proxy and, when computers run in local
+// Docker, the supervisor — sharing the development secrets the api keeps under DATA_DIR.
+import { type ChildProcess, spawn } from "node:child_process";
+import { ConfigError, parseEnv } from "../api/src/config/env.ts";
+import { resolveSecrets } from "../api/src/config/secrets.ts";
+import { ensureComputerImage, ensureDockerEngine } from "./lib/docker-engine.mjs";
+import { root } from "./lib/run.mjs";
+
+const baseEnv: Record<string, string | undefined> = {
+  ...process.env,
+  NODE_ENV: process.env.NODE_ENV ?? "development",
+};
+
+let api: ReturnType<typeof parseEnv>;
+let secrets: ReturnType<typeof resolveSecrets>;
+try {
+  api = parseEnv(baseEnv);
+  secrets = resolveSecrets(api);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`Cubicle cannot start; fix its configuration:\n${error.message}`);
+  process.exit(78);
+}
+
+const children = new Set<ChildProcess>();
+let stopping = false;
+
+function run(name: string, entry: string, env: Record<string, string | undefined>): void {
+  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: root, env, stdio: "inherit" });
+  children.add(child);
+  child.on("exit", (code, signal) => {
+    children.delete(child);
+    if (stopping) {
+      if (children.size === 0) process.exit(process.exitCode ?? 0);
+      return;
+    }
+    // One process gone means Cubicle is not whole: stop the others and exit with its status.
+    console.error(`Cubicle's ${name} stopped (${signal ?? `exit ${code}`}); stopping the rest.`);
+    process.exitCode = code || 1;
+    stop("SIGTERM");
+  });
+}
+
+function stop(signal: NodeJS.Signals): void {
+  stopping = true;
+  if (children.size === 0) process.exit(process.exitCode ?? 0);
+  for (const child of children) child.kill(signal);
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => stop(signal));
+
+async function supervisorAnswers(url: string): Promise<boolean> {
+  try {
+    return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1_000) })).ok;
+  } catch {
+    return false;
+  }
+}
+
+const supervisorUrl = new URL(api.sandbox.supervisorUrl);
+const supervisorIsLocal = ["127.0.0.1", "localhost", "[::1]"].includes(supervisorUrl.hostname);
+if (
+  api.sandbox.provider === "docker" &&
+  supervisorIsLocal &&
+  !(await supervisorAnswers(supervisorUrl.origin))
+) {
+  await ensureDockerEngine();
+  await ensureComputerImage();
+  run("supervisor", "supervisor/src/main.ts", {
+    ...baseEnv,
+    SANDBOX_SUPERVISOR_TOKEN: secrets.supervisorToken,
+    DATA_DIR: api.dataDir,
+    SUPERVISOR_HOST: supervisorUrl.hostname,
+    SUPERVISOR_PORT: supervisorUrl.port || "80",
+  });
+}
+
+run("screen proxy", "proxy/src/main.ts", {
+  ...baseEnv,
+  SCREEN_CAPABILITY_KEY: secrets.screenCapabilityKey,
+  SCREEN_CAPABILITY_PREVIOUS_KEYS: secrets.previousScreenCapabilityKeys.join(","),
+  CUBICLE_API_URL: `http://${api.host === "0.0.0.0" ? "127.0.0.1" : api.host}:${api.port}`,
+  PROXY_ALLOWED_ORIGINS: process.env.PROXY_ALLOWED_ORIGINS ?? api.trustedOrigins.join(","),
+});
+run("api", "api/src/main.ts", baseEnv);
