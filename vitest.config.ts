@@ -9,19 +9,20 @@ const providerSuites = "api/test/providers/**/*.test.ts";
  */
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
+    testTimeout: 60_000,
     hookTimeout: 120_000,
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: ["{db,api,proxy,supervisor}/src/**/*.test.ts"] },
+        test: { name: "unit", include: ["{db,api,proxy,supervisor,config}/src/**/*.test.ts"] },
       },
       {
         extends: true,
         test: {
           name: "pglite",
           include: ["{db,api}/test/**/*.test.ts"],
-          exclude: [providerSuites],
+          // *.postgres.test.ts: suites about several processes on one database server
+          exclude: [providerSuites, "**/*.postgres.test.ts"],
           env: { CUBICLE_TEST_DB: "pglite" },
         },
       },

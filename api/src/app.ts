@@ -4,6 +4,8 @@ import { auditRoutes } from "./audit/routes.ts";
 import { authHandlerRoutes } from "./auth/handler.ts";
 import { authenticate } from "./auth/principal.ts";
 import { accountRoutes } from "./auth/routes.ts";
+import { botRoutes } from "./bots/routes.ts";
+import { computerRoutes } from "./computers/routes.ts";
 import type { AppDeps } from "./context.ts";
 import { credentialRoutes } from "./credentials/routes.ts";
 import { deploymentRoutes } from "./deployment/routes.ts";
@@ -18,6 +20,7 @@ import { invitationRoutes } from "./invitations/routes.ts";
 import { memberRoutes } from "./members/routes.ts";
 import { referenceRoutes } from "./openapi/reference.ts";
 import { screenRoutes } from "./screens/routes.ts";
+import { sessionRoutes } from "./sessions/routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 const OPENAPI_PATH = "/openapi.json";
@@ -46,7 +49,10 @@ export function createApp(deps: AppDeps) {
   app.route("/", credentialRoutes());
   app.route("/", auditRoutes());
   app.route("/", deploymentRoutes());
+  app.route("/", botRoutes());
+  app.route("/", computerRoutes());
   app.route("/", screenRoutes());
+  app.route("/", sessionRoutes());
   app.route("/", proxyRoutes());
   app.route("/", referenceRoutes(OPENAPI_PATH));
 

@@ -8,15 +8,18 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { AuditLog } from "./audit/audit-log.ts";
 import { createAuth } from "./auth/auth.ts";
+import { idleSuspensionJob } from "./computers/idle-suspension.ts";
 import type { ApiEnv } from "./config/env.ts";
 import { resolveSecrets } from "./config/secrets.ts";
 import type { AppDeps } from "./context.ts";
 import { createCredentialCipher } from "./credentials/cipher.ts";
+import { startPeriodicJob } from "./housekeeping/periodic-job.ts";
+import { redemptionPruneJob } from "./internal/redemptions.ts";
 import { createLogger } from "./observability/logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { Sandbox } from "./providers/sandbox.ts";
+import { controlExpiryJob } from "./screens/control-expiry.ts";
 import { controlPasswords } from "./screens/control-password.ts";
-import { startExpiryLoop } from "./screens/expiry-loop.ts";
 
 export const API_VERSION: string = JSON.parse(
   readFileSync(new URL("../package.json", import.meta.url), "utf8"),
@@ -82,7 +85,9 @@ export async function startApi(
   const { port } = server.address() as AddressInfo;
   const url = `http://${env.host.includes(":") ? `[${env.host}]` : env.host}:${port}`;
   logger.info({ url, db: database.dialect, version: API_VERSION }, "cubicle api listening");
-  const expiryLoop = startExpiryLoop(deps);
+  const jobs = [controlExpiryJob(deps), redemptionPruneJob(deps), idleSuspensionJob(deps)].map((job) =>
+    startPeriodicJob(deps, job),
+  );
 
   return {
     url,
@@ -90,7 +95,7 @@ export async function startApi(
     close: async () => {
       // Event streams end first: the server only finishes closing once every response has.
       stopping.abort();
-      await expiryLoop.stop();
+      await Promise.all(jobs.map((job) => job.stop()));
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await sandbox.shutdown();
       if (!options.database) await database.close();

@@ -31,6 +31,7 @@ interface Prepared {
   /** Defaults to the row's path with {workspaceId} filled in. */
   path?: string;
   body?: unknown;
+  headers?: Record<string, string>;
   /** After a success: the change happened. */
   allowed?: (response: RawResponse) => Promise<void> | void;
   /** After a refusal: nothing changed. */
@@ -76,10 +77,16 @@ const emailOf = (caller: Caller) =>
 const roleOf = (caller: Caller) =>
   caller === "key" ? "member" : caller === "anonymous" || caller === "outsider" ? null : caller;
 
-function send(caller: Caller, method: Method, path: string, body?: unknown): Promise<RawResponse> {
-  if (caller === "anonymous") return t.client().request(method, path, { body });
-  if (caller === "key") return t.client().request(method, path, { body, apiKey: memberKey });
-  return w.people[caller].request(method, path, { body });
+function send(
+  caller: Caller,
+  method: Method,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+): Promise<RawResponse> {
+  if (caller === "anonymous") return t.client().request(method, path, { body, headers });
+  if (caller === "key") return t.client().request(method, path, { body, headers, apiKey: memberKey });
+  return w.people[caller].request(method, path, { body, headers });
 }
 
 const db = () => t.database.db;
@@ -191,6 +198,32 @@ const auditedFor = async (leaseId: string, action: string) =>
       .execute()
   ).filter((row) => row.data.leaseId === leaseId).length;
 
+/** A bot of the world's workspace, made by the owner; Private ones get their own computer. */
+async function freshBot(mode: "team" | "private" = "team") {
+  return expectStatus(
+    await w.people.owner.post(ws("/v1/workspaces/{workspaceId}/bots"), {
+      name: unique("bot"),
+      charter: { purpose: "matrix", boundary: "matrix", privacyReason: mode === "private" ? "matrix" : "" },
+      computerMode: mode,
+    }),
+    201,
+  ).json as { id: string; computerId: string };
+}
+const botRow = (id: string) =>
+  db().selectFrom("bots").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+const computerRow = (id: string) =>
+  db().selectFrom("computers").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+/** A Private bot's computer of its own (so stopping it disturbs no other row), started if asked. */
+async function freshComputer(running: boolean) {
+  const { computerId } = await freshBot("private");
+  if (running)
+    expectStatus(
+      await w.people.owner.post(ws(`/v1/workspaces/{workspaceId}/computers/${computerId}/start`)),
+      200,
+    );
+  return computerId;
+}
+
 const settingsUpdatedAt = async () =>
   (await db().selectFrom("deployment_settings").select("updated_at").executeTakeFirstOrThrow()).updated_at;
 
@@ -203,6 +236,114 @@ const deploymentOwnerOnly: Record<Caller, Outcome> = {
   anonymous: UNAUTHENTICATED,
   key: NOT_FOUND,
 };
+
+/** Ends every open session of the workspace behind the API's back, so screens never run out. */
+async function endSessions() {
+  await db()
+    .updateTable("screen_leases")
+    .set({ released_at: new Date() })
+    .where("workspace_id", "=", w.workspaceId)
+    .where("released_at", "is", null)
+    .execute();
+  await db()
+    .updateTable("execution_leases")
+    .set({ status: "ended", outcome: "failure", ended_at: new Date() })
+    .where("workspace_id", "=", w.workspaceId)
+    .where("status", "=", "open")
+    .execute();
+}
+const sessionsOf = (botId: string) => ws(`/v1/workspaces/{workspaceId}/bots/${botId}/sessions`);
+/**
+ * A session of a fresh Team bot, opened through the API by the caller when it may hold one (only
+ * its holder may use a session), else by the owner; with the path and fence header to use it.
+ */
+async function freshSession(caller: Caller) {
+  await endSessions();
+  const bot = await freshBot();
+  const holder: "owner" | "admin" | "member" | "key" =
+    caller === "admin" || caller === "member" || caller === "key" ? caller : "owner";
+  const sessions = sessionsOf(bot.id);
+  const opened =
+    holder === "key"
+      ? await t.client().post(sessions, undefined, { apiKey: memberKey })
+      : await w.people[holder].post(sessions);
+  const s = expectStatus(opened, 201).json as { sessionId: string; fence: number };
+  const headers = { "x-session-fence": String(s.fence) };
+  return { ...s, holder, path: (rest = "") => `${sessions}/${s.sessionId}${rest}`, headers };
+}
+/** Writes a file through the session as its holder. */
+async function writeThrough(
+  session: Awaited<ReturnType<typeof freshSession>>,
+  path: string,
+  content: string,
+) {
+  expectStatus(
+    await send(session.holder, "PUT", session.path(`/files/content?path=${path}`), content, {
+      ...session.headers,
+      "content-type": "application/octet-stream",
+    }),
+    204,
+  );
+}
+const sessionRow = (id: string) =>
+  db().selectFrom("execution_leases").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+const sessionAudits = async (id: string, action: string) =>
+  (
+    await db()
+      .selectFrom("audit_events")
+      .select("id")
+      .where("target_id", "=", id)
+      .where("action", "=", action)
+      .execute()
+  ).length;
+/** Who may use sessions and tools: members and above, people or API keys. */
+const membersAndKeys = (ok: Outcome): Record<Caller, Outcome> => ({
+  owner: ok,
+  admin: ok,
+  member: ok,
+  viewer: ROLE,
+  outsider: HIDDEN,
+  anonymous: UNAUTHENTICATED,
+  key: ok,
+});
+const everyMember = (ok: Outcome): Record<Caller, Outcome> => ({ ...membersAndKeys(ok), viewer: ok });
+/** The fake computer has no apps: reaching it (and its refusal) proves the caller was let through. */
+const LAUNCH_FAILED: Refusal = [502, "APP_LAUNCH_FAILED"];
+/** A tool row: a fresh session of the caller's, the tool called with its fence, audited when allowed. */
+function toolRow(
+  method: Method,
+  rest: string,
+  ok: Outcome,
+  options: {
+    body?: unknown;
+    headers?: Record<string, string>;
+    query?: string;
+    audit?: string;
+    before?: (session: Awaited<ReturnType<typeof freshSession>>) => Promise<void>;
+    allowed?: (response: RawResponse) => void;
+  } = {},
+): Row {
+  return {
+    method,
+    path: `/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}${rest}`,
+    expect: membersAndKeys(ok),
+    prepare: async (caller) => {
+      const session = await freshSession(caller);
+      await options.before?.(session);
+      const audited = () => (options.audit ? sessionAudits(session.sessionId, options.audit) : 0);
+      return {
+        path: session.path(`${rest}${options.query ?? ""}`),
+        body: options.body,
+        headers: { ...session.headers, ...options.headers },
+        allowed: async (r) => {
+          options.allowed?.(r);
+          if (options.audit) expect(await audited()).toBe(1);
+        },
+        refused: async () => expect(await audited()).toBe(0),
+      };
+    },
+  };
+}
 
 const MATRIX: Row[] = [
   // Accounts
@@ -722,6 +863,261 @@ const MATRIX: Row[] = [
     },
   },
 
+  // Bots
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/bots",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const name = unique("new-bot");
+      const named = () => db().selectFrom("bots").select("id").where("name", "=", name).execute();
+      return {
+        body: { name, charter: { purpose: "p", boundary: "b" } },
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ name, computerMode: "team", computerId: expect.any(String) });
+          expect(await named()).toHaveLength(1);
+        },
+        refused: async () => expect(await named()).toHaveLength(0),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/bots",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => {
+      const { id } = await freshBot();
+      return { allowed: (r) => expect(r.json.items).toContainEqual(expect.objectContaining({ id })) };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/bots/{botId}",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => {
+      const { id } = await freshBot();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/bots/${id}`),
+        allowed: (r) => expect(r.json).toMatchObject({ id, status: "idle" }),
+      };
+    },
+  },
+  {
+    method: "PATCH",
+    path: "/v1/workspaces/{workspaceId}/bots/{botId}",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const { id } = await freshBot();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/bots/${id}`),
+        body: { charter: { purpose: "changed" } },
+        allowed: async () => expect((await botRow(id)).charter_purpose).toBe("changed"),
+        refused: async () => expect((await botRow(id)).charter_purpose).toBe("matrix"),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/bots/{botId}/mode",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const { id } = await freshBot();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/bots/${id}/mode`),
+        body: { computerMode: "private", privacyReason: "matrix" },
+        allowed: async () => expect((await botRow(id)).computer_mode).toBe("private"),
+        refused: async () => expect((await botRow(id)).computer_mode).toBe("team"),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/bots/{botId}/archive",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const { id } = await freshBot();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/bots/${id}/archive`),
+        allowed: async () => expect((await botRow(id)).archived_at).not.toBeNull(),
+        refused: async () => expect((await botRow(id)).archived_at).toBeNull(),
+      };
+    },
+  },
+
+  // Computers
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => ({
+      allowed: (r) =>
+        expect(r.json.items).toContainEqual(expect.objectContaining({ id: computerId, scope: "team" })),
+    }),
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => ({
+      path: ws(`/v1/workspaces/{workspaceId}/computers/${computerId}`),
+      allowed: (r) => expect(r.json).toMatchObject({ id: computerId, state: "running" }),
+    }),
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/start",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => {
+      const id = await freshComputer(false);
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/computers/${id}/start`),
+        allowed: async () => expect((await computerRow(id)).state).toBe("running"),
+        refused: async () => expect((await computerRow(id)).state).toBe("stopped"),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/heartbeat",
+    expect: {
+      owner: 204,
+      admin: 204,
+      member: 204,
+      viewer: 204,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 204,
+    },
+    prepare: async () => {
+      const id = await freshComputer(false);
+      await t.database.db
+        .updateTable("computers")
+        .set({ last_activity_at: null })
+        .where("id", "=", id)
+        .execute();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/computers/${id}/heartbeat`),
+        allowed: async () => expect((await computerRow(id)).last_activity_at).not.toBeNull(),
+        refused: async () => expect((await computerRow(id)).last_activity_at).toBeNull(),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/stop",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const id = await freshComputer(true);
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/computers/${id}/stop`),
+        allowed: async () => expect((await computerRow(id)).state).toBe("stopped"),
+        refused: async () => expect((await computerRow(id)).state).toBe("running"),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/destroy",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const id = await freshComputer(true);
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/computers/${id}/destroy`),
+        allowed: async () =>
+          expect(await computerRow(id)).toMatchObject({ state: "stopped", provider_ref: null }),
+        refused: async () => expect((await computerRow(id)).provider_ref).not.toBeNull(),
+      };
+    },
+  },
+
   // Screens
   {
     method: "POST",
@@ -838,6 +1234,105 @@ const MATRIX: Row[] = [
       };
     },
   },
+
+  // Sessions
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/bots/{botId}/sessions",
+    expect: membersAndKeys(201),
+    prepare: async () => {
+      await endSessions();
+      const bot = await freshBot();
+      const leases = () =>
+        db().selectFrom("execution_leases").selectAll().where("bot_id", "=", bot.id).execute();
+      return {
+        path: sessionsOf(bot.id),
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ botId: bot.id, status: "open", screen: expect.any(Number) });
+          expect(await leases()).toEqual([expect.objectContaining({ id: r.json.sessionId, status: "open" })]);
+        },
+        refused: async () => expect(await leases()).toEqual([]),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/sessions",
+    expect: everyMember(200),
+    prepare: async () => {
+      const { sessionId } = await freshSession("owner");
+      return {
+        allowed: (r) =>
+          expect(r.json.items).toEqual([expect.objectContaining({ sessionId, status: "open" })]),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}",
+    expect: everyMember(200),
+    prepare: async () => {
+      const session = await freshSession("owner");
+      return {
+        path: session.path(),
+        allowed: (r) => expect(r.json).toMatchObject({ sessionId: session.sessionId, fence: session.fence }),
+      };
+    },
+  },
+  toolRow("POST", "/heartbeat", 200, { audit: "session.renewed" }),
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/end",
+    expect: membersAndKeys(200),
+    prepare: async (caller) => {
+      const session = await freshSession(caller);
+      return {
+        path: session.path("/end"),
+        body: { outcome: "success" },
+        headers: session.headers,
+        allowed: async () =>
+          expect(await sessionRow(session.sessionId)).toMatchObject({ status: "ended", outcome: "success" }),
+        refused: async () => expect(await sessionRow(session.sessionId)).toMatchObject({ status: "open" }),
+      };
+    },
+  },
+
+  // Session tools
+  toolRow("POST", "/observe", 200, {
+    allowed: (r) => expect(r.headers.get("content-type")).toBe("image/png"),
+  }),
+  toolRow("POST", "/act", 200, { body: { actions: [{ type: "move", x: 1, y: 1 }] }, audit: "session.acted" }),
+  toolRow("POST", "/open-path", LAUNCH_FAILED, { body: { path: "" } }),
+  toolRow("POST", "/launch-app", LAUNCH_FAILED, { body: { app: "terminal" } }),
+  toolRow("POST", "/shell", 200, {
+    body: { command: "echo matrix" },
+    audit: "session.shell",
+    allowed: (r) => expect(r.text).toContain('"data":"matrix\\n"'),
+  }),
+  toolRow("GET", "/files", 200, { allowed: (r) => expect(r.json.items).toEqual(expect.any(Array)) }),
+  toolRow("DELETE", "/files", 204, {
+    query: "?path=doomed.txt",
+    before: (session) => writeThrough(session, "doomed.txt", "bye"),
+    audit: "session.file_deleted",
+  }),
+  toolRow("GET", "/files/content", 200, {
+    query: "?path=hello.txt",
+    before: (session) => writeThrough(session, "hello.txt", "hi"),
+    allowed: (r) => expect(r.text).toBe("hi"),
+  }),
+  toolRow("PUT", "/files/content", 204, {
+    query: "?path=written.txt",
+    body: "written",
+    headers: { "content-type": "application/octet-stream" },
+    audit: "session.file_written",
+  }),
+  toolRow("GET", "/files/archive", 200, {
+    allowed: (r) => expect(r.headers.get("content-type")).toBe("application/x-tar"),
+  }),
+  toolRow("POST", "/files/archive", 200, {
+    audit: "session.files_uploaded",
+    allowed: (r) => expect(r.json).toEqual({ files: 0, bytes: 0, skipped: 0 }),
+  }),
 ];
 
 const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;
@@ -877,7 +1372,7 @@ describe("role matrix", () => {
       const prepared: Prepared = row.prepare ? await row.prepare(caller) : {};
       const path = prepared.path ?? ws(row.path);
       expect(path).not.toMatch(/[{}]/);
-      const response = await send(caller, row.method, path, prepared.body);
+      const response = await send(caller, row.method, path, prepared.body, prepared.headers);
       const expected = row.expect[caller];
       const [status, code] = typeof expected === "number" ? [expected, null] : expected;
       expect(response.status, response.text.slice(0, 300)).toBe(status);

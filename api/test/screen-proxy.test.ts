@@ -382,6 +382,26 @@ describe("the screen proxy", () => {
     }
   });
 
+  it("counts an open screen socket as use of its computer (so it is not idle)", async () => {
+    const db = t.database.db;
+    const longAgo = new Date(Date.now() - 3_600_000);
+    await db
+      .updateTable("computers")
+      .set({ last_activity_at: longAgo })
+      .where("id", "=", computer.id)
+      .execute();
+    const screen = await openScreenSocket(proxy.url, await mint(world.people.viewer, "view"));
+    await until(async () => {
+      const row = await db
+        .selectFrom("computers")
+        .select("last_activity_at")
+        .where("id", "=", computer.id)
+        .executeTakeFirstOrThrow();
+      return row.last_activity_at !== null && new Date(row.last_activity_at).getTime() > longAgo.getTime();
+    });
+    screen.ws.close();
+  });
+
   it("reports health and metrics: open sockets by mode, bytes each way, refusals by reason", async () => {
     const health = await fetch(`${proxy.url}/health`).then((r) => r.json());
     expect(health).toMatchObject({ ok: true, controlLeases: "followed" });

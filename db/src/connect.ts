@@ -24,11 +24,18 @@ export interface DatabaseHandle {
     onPayload: (payload: string) => void,
     onResubscribed?: () => void,
   ): Promise<Unlisten>;
+  /**
+   * Runs `work` only if no other process holds the advisory lock `key` (a session-level lock on a
+   * connection reserved for the duration), and says whether it ran. This is how several api
+   * replicas agree that exactly one of them does a periodic job.
+   */
+  ifLockFree(key: number, work: () => Promise<void>): Promise<boolean>;
   close(): Promise<void>;
 }
 
 export type Unlisten = () => Promise<void>;
 type Listen = DatabaseHandle["listen"];
+type IfLockFree = DatabaseHandle["ifLockFree"];
 
 export type DatabaseLocation =
   /** A Postgres server reached with postgres.js. */
@@ -71,8 +78,23 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
         await unlisten();
       });
     };
+    const ifLockFree: IfLockFree = async (key, work) => {
+      const connection = await client.reserve();
+      try {
+        const [row] = await connection`select pg_try_advisory_lock(${key}) as locked`;
+        if (!row?.locked) return false;
+        try {
+          await work();
+        } finally {
+          await connection`select pg_advisory_unlock(${key})`;
+        }
+        return true;
+      } finally {
+        connection.release();
+      }
+    };
     // Kysely's destroy() waits without limit for the pool; a bounded end() cannot hang a shutdown.
-    return handle(db, "postgres", listen, () => client.end({ timeout: CLOSE_TIMEOUT_SECONDS }));
+    return handle(db, "postgres", listen, ifLockFree, () => client.end({ timeout: CLOSE_TIMEOUT_SECONDS }));
   }
   let pglite: PGlite;
   if ("pgliteDirectory" in location) {
@@ -91,7 +113,20 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
       if (!pglite.closed) await exclusively(() => stop());
     });
   };
-  return handle(db, "pglite", listen, () => db.destroy());
+  // An embedded database belongs to one process (PGlite locks its files), so the only contenders
+  // are this process's own callers; a flag serves them, and work keeps the whole pool to itself.
+  const held = new Set<number>();
+  const ifLockFree: IfLockFree = async (key, work) => {
+    if (held.has(key)) return false;
+    held.add(key);
+    try {
+      await work();
+      return true;
+    } finally {
+      held.delete(key);
+    }
+  };
+  return handle(db, "pglite", listen, ifLockFree, () => db.destroy());
 }
 
 /** Channel names reach LISTEN unquoted on PGlite, so only plain lowercase identifiers pass. */
@@ -112,12 +147,14 @@ function handle(
   db: Kysely<Database>,
   dialect: DialectName,
   listen: Listen,
+  ifLockFree: IfLockFree,
   close: () => Promise<void>,
 ): DatabaseHandle {
   return {
     db,
     dialect,
     listen,
+    ifLockFree,
     async ping() {
       try {
         await sql`select 1`.execute(db);

@@ -1,11 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
-import { parseConfig } from "@cubicle/supervisor/config";
-import { startSupervisor } from "@cubicle/supervisor/server";
+import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer, machineFor } from "../../api/test/support/computers.ts";
@@ -37,27 +34,15 @@ const STACKS: Stack[] = [
     // screen 0 of a Docker computer also shows the browser; screen 1 has only the xterm
     screen: 1,
     env: async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), "cubicle-e2e-docker-"));
-      const token = randomBytes(32).toString("hex");
-      const supervisor = await startSupervisor(
-        parseConfig({
-          DATA_DIR: dataDir,
-          SANDBOX_SUPERVISOR_TOKEN: token,
-          SUPERVISOR_PORT: String(await findFreePort()),
-        }),
-        { log: () => {} },
-      );
+      const supervisor = await startTestSupervisor();
       return {
         env: {
           SANDBOX_PROVIDER: "docker",
           SANDBOX_SUPERVISOR_URL: supervisor.url,
-          SANDBOX_SUPERVISOR_TOKEN: token,
-          DATA_DIR: dataDir,
+          SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
+          DATA_DIR: supervisor.dataDir,
         },
-        cleanup: async () => {
-          await supervisor.close();
-          await rm(dataDir, { recursive: true, force: true });
-        },
+        cleanup: () => supervisor.close(),
       };
     },
   },

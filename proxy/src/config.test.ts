@@ -1,6 +1,6 @@
+import { ConfigError } from "@cubicle/config";
 import { describe, expect, it } from "vitest";
 import { parseProxyConfig } from "./config.ts";
-import { ConfigError } from "./config-error.ts";
 
 const key = "k".repeat(40);
 

@@ -19,12 +19,14 @@ import { ProxyMetrics } from "./metrics.ts";
 import { originAllowed, SocketLimit, tokenFromProtocols } from "./sockets/admission.ts";
 import { ScreenSocket } from "./sockets/screen-socket.ts";
 
+export { ConfigError } from "@cubicle/config";
 export { type ProxyConfig, parseProxyConfig } from "./config.ts";
-export { ConfigError } from "./config-error.ts";
 export { CLOSE } from "./sockets/screen-socket.ts";
 
 /** The one path screen sockets open on. */
 export const SCREEN_PATH = "/screen";
+// Often enough that a watched computer never looks idle (SANDBOX_IDLE_MS is minutes).
+const ACTIVITY_REPORT_MS = 15_000;
 // A control socket may open a moment before the proxy hears of its brand-new lease.
 const LEASE_ARRIVAL_WAIT_MS = 2_000;
 
@@ -149,6 +151,7 @@ export async function startProxy(
         ),
       );
       sockets.add(open);
+      reportActivity([capability.computerId]);
       await open.ended;
       sockets.delete(open);
     } finally {
@@ -156,6 +159,17 @@ export async function startProxy(
       releaseSubject?.();
     }
   }
+
+  function reportActivity(computerIds: string[]) {
+    if (computerIds.length === 0) return;
+    link.reportActivity([...new Set(computerIds)]).catch((error: unknown) => {
+      logger.debug({ err: error instanceof Error ? error.message : String(error) }, "activity report failed");
+    });
+  }
+  const activityTimer = setInterval(
+    () => reportActivity([...sockets].map((socket) => socket.capability.computerId)),
+    ACTIVITY_REPORT_MS,
+  );
 
   const server = createServer(getRequestListener(app.fetch));
   server.on("upgrade", (request, socket, head) => {
@@ -179,6 +193,7 @@ export async function startProxy(
     metrics,
     controlLeasesFollowed: () => watch.connected,
     async close() {
+      clearInterval(activityTimer);
       await watch.stop();
       for (const socket of sockets) socket.close("shuttingDown");
       await Promise.all([...sockets].map((socket) => socket.ended));

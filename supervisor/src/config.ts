@@ -1,15 +1,8 @@
 import path from "node:path";
+import { type Env, envReader } from "@cubicle/config";
 import { DEFAULT_SUPERVISOR_PORT } from "./wire.ts";
 
-export class ConfigError extends Error {
-  readonly problems: readonly string[];
-
-  constructor(problems: readonly string[]) {
-    super(problems.join("\n"));
-    this.name = "ConfigError";
-    this.problems = Object.freeze([...problems]);
-  }
-}
+export { ConfigError } from "@cubicle/config";
 
 export interface SupervisorConfig {
   readonly host: string;
@@ -30,78 +23,59 @@ export interface SupervisorConfig {
 
 export const MIN_TOKEN_LENGTH = 32;
 
-type Env = Record<string, string | undefined>;
-
-// `PORT=` in a .env or compose file means "not set", so blank values fall back to defaults.
-function read(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === "" ? undefined : value;
-}
-
 /**
  * The supervisor's environment, parsed once at start. Every problem is collected, so one failed
  * start lists everything to fix.
  */
-export function parseConfig(env: Env): SupervisorConfig {
-  const problems: string[] = [];
-
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = read(env, name);
-    if (raw === undefined) return fallback;
-    const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-    if (!Number.isSafeInteger(value) || value < min || value > max) {
-      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
-      return fallback;
-    }
-    return value;
-  };
+export function parseConfig(source: Env): SupervisorConfig {
+  const env = envReader(source);
 
   // the token is a secret: messages about it never echo it
-  const token = env.SANDBOX_SUPERVISOR_TOKEN?.trim() ?? "";
+  const token = env.string("SANDBOX_SUPERVISOR_TOKEN") ?? "";
   if (token === "") {
-    problems.push(
+    env.problem(
       `SANDBOX_SUPERVISOR_TOKEN is not set; set it to a random secret of at least ${MIN_TOKEN_LENGTH} characters (the api uses the same value)`,
     );
   } else if (token.length < MIN_TOKEN_LENGTH) {
-    problems.push(
+    env.problem(
       `SANDBOX_SUPERVISOR_TOKEN is too short (${token.length} characters); use at least ${MIN_TOKEN_LENGTH} random characters`,
     );
   }
 
-  const dataDirRaw = read(env, "DATA_DIR");
+  const dataDirRaw = env.string("DATA_DIR");
   if (dataDirRaw === undefined)
-    problems.push("DATA_DIR is not set; set it to the folder that holds computer homes");
+    env.problem("DATA_DIR is not set; set it to the folder that holds computer homes");
   const dataDir = path.resolve(dataDirRaw ?? ".");
 
-  const cpusRaw = read(env, "SUPERVISOR_CPUS");
+  const cpusRaw = env.string("SUPERVISOR_CPUS");
   let cpus = 1;
   if (cpusRaw !== undefined) {
     cpus = /^\d+(\.\d+)?$/.test(cpusRaw) ? Number(cpusRaw) : Number.NaN;
     if (!(cpus >= 0.1 && cpus <= 256)) {
-      problems.push(`SUPERVISOR_CPUS must be a number of CPUs from 0.1 to 256 (got "${cpusRaw}")`);
+      env.problem(`SUPERVISOR_CPUS must be a number of CPUs from 0.1 to 256 (got "${cpusRaw}")`);
       cpus = 1;
     }
   }
 
-  const firewall = read(env, "SUPERVISOR_HOST_FIREWALL") ?? "auto";
+  const firewall = env.string("SUPERVISOR_HOST_FIREWALL") ?? "auto";
   if (firewall !== "auto" && firewall !== "off") {
-    problems.push(`SUPERVISOR_HOST_FIREWALL must be "auto" or "off" (got "${firewall}")`);
+    env.problem(`SUPERVISOR_HOST_FIREWALL must be "auto" or "off" (got "${firewall}")`);
   }
 
   const config: SupervisorConfig = {
-    host: read(env, "SUPERVISOR_HOST") ?? "127.0.0.1",
+    host: env.string("SUPERVISOR_HOST") ?? "127.0.0.1",
     // 0 picks a free port (tests)
-    port: integer("SUPERVISOR_PORT", DEFAULT_SUPERVISOR_PORT, 0, 65_535),
+    port: env.integer("SUPERVISOR_PORT", DEFAULT_SUPERVISOR_PORT, 0, 65_535),
     token,
     dataDir,
     homesDir: path.join(dataDir, "homes"),
-    image: read(env, "SUPERVISOR_IMAGE") ?? "cubicle-computer:latest",
-    network: read(env, "SUPERVISOR_NETWORK") ?? "cubicle-computers",
-    memoryMb: integer("SUPERVISOR_MEMORY_MB", 2048, 256, 1_048_576),
+    image: env.string("SUPERVISOR_IMAGE") ?? "cubicle-computer:latest",
+    network: env.string("SUPERVISOR_NETWORK") ?? "cubicle-computers",
+    memoryMb: env.integer("SUPERVISOR_MEMORY_MB", 2048, 256, 1_048_576),
     cpus,
-    pidsLimit: integer("SUPERVISOR_PIDS_LIMIT", 512, 64, 1_000_000),
+    pidsLimit: env.integer("SUPERVISOR_PIDS_LIMIT", 512, 64, 1_000_000),
     hostFirewall: firewall === "off" ? "off" : "auto",
   };
-  if (problems.length > 0) throw new ConfigError(problems);
+  env.assertValid();
   return Object.freeze(config);
 }

@@ -35,6 +35,7 @@ describe("parseEnv defaults", () => {
         controlLeaseMs: 900_000,
       },
       sandbox: expect.objectContaining({ provider: "docker" }),
+      sessions: { leaseMs: 60_000 },
     });
   });
 
@@ -208,6 +209,24 @@ describe("screen settings", () => {
     expect(errorOf({ CONTROL_LEASE_MS: "14400001" }).message).toContain("CONTROL_LEASE_MS");
     expect(errorOf({ CONTROL_LEASE_MS: "15m" }).message).toContain(
       "CONTROL_LEASE_MS: must be a positive whole number",
+    );
+  });
+});
+
+describe("session settings", () => {
+  it("bound the session lease: 10 s to 1 h, and down to 1 s in tests", () => {
+    expect(parseEnv({ SESSION_LEASE_MS: "10000" }).sessions.leaseMs).toBe(10_000);
+    expect(parseEnv({ SESSION_LEASE_MS: "3600000" }).sessions.leaseMs).toBe(3_600_000);
+    expect(parseEnv({ NODE_ENV: "test", SESSION_LEASE_MS: "1000" }).sessions.leaseMs).toBe(1_000);
+    expect(errorOf({ SESSION_LEASE_MS: "9999" }).problems).toEqual([
+      "SESSION_LEASE_MS: must be from 10000 to 3600000 milliseconds",
+    ]);
+    expect(errorOf({ NODE_ENV: "test", SESSION_LEASE_MS: "999" }).problems).toEqual([
+      "SESSION_LEASE_MS: must be from 1000 to 3600000 milliseconds",
+    ]);
+    expect(errorOf({ SESSION_LEASE_MS: "3600001" }).message).toContain("SESSION_LEASE_MS");
+    expect(errorOf({ SESSION_LEASE_MS: "1m" }).message).toContain(
+      "SESSION_LEASE_MS: must be a positive whole number",
     );
   });
 });

@@ -1,16 +1,9 @@
 import path from "node:path";
+import { ConfigError } from "@cubicle/config";
 import { z } from "zod";
 import { PROVIDER_KINDS, type ProviderKind } from "../providers/contract.ts";
 
-export class ConfigError extends Error {
-  readonly problems: readonly string[];
-
-  constructor(problems: readonly string[]) {
-    super(problems.join("\n"));
-    this.name = "ConfigError";
-    this.problems = Object.freeze([...problems]);
-  }
-}
+export { ConfigError };
 
 export const NODE_ENVS = ["development", "test", "production"] as const;
 export type NodeEnv = (typeof NODE_ENVS)[number];
@@ -33,6 +26,13 @@ export interface ApiEnv {
   readonly previousEncryptionKeys: readonly string[];
   readonly screens: ScreensEnv;
   readonly sandbox: SandboxEnv;
+  readonly sessions: SessionsEnv;
+}
+
+/** Computer-use sessions of automations (execution leases, DESIGN §2). */
+export interface SessionsEnv {
+  /** How long a session lasts past its last heartbeat. */
+  readonly leaseMs: number;
 }
 
 /** Live screens (DESIGN §4). The capability keys are secrets, validated in secrets.ts. */
@@ -111,6 +111,7 @@ function positiveMilliseconds(fallback: number) {
 }
 
 const CONTROL_LEASE_MS = { default: 900_000, min: 10_000, testMin: 1_000, max: 4 * 3_600_000 };
+const SESSION_LEASE_MS = { default: 60_000, min: 10_000, testMin: 1_000, max: 3_600_000 };
 
 const ORIGIN_RULE = "must be an http(s) origin without path, query or credentials (e.g. https://example.com)";
 
@@ -204,6 +205,7 @@ const schema = z
       return v.replace(/\/+$/, "");
     }),
     CONTROL_LEASE_MS: positiveMilliseconds(CONTROL_LEASE_MS.default),
+    SESSION_LEASE_MS: positiveMilliseconds(SESSION_LEASE_MS.default),
     SANDBOX_PROVIDER: optionalTrimmed.transform((v, ctx) => {
       if (v === undefined) return "docker" as const;
       if ((PROVIDER_KINDS as readonly string[]).includes(v)) return v as ProviderKind;
@@ -247,6 +249,14 @@ const schema = z
         message: `must be from ${minLeaseMs} to ${CONTROL_LEASE_MS.max} milliseconds`,
       });
     }
+    const minSessionMs = raw.NODE_ENV === "test" ? SESSION_LEASE_MS.testMin : SESSION_LEASE_MS.min;
+    if (raw.SESSION_LEASE_MS < minSessionMs || raw.SESSION_LEASE_MS > SESSION_LEASE_MS.max) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["SESSION_LEASE_MS"],
+        message: `must be from ${minSessionMs} to ${SESSION_LEASE_MS.max} milliseconds`,
+      });
+    }
     const publicUrl = raw.PUBLIC_URL ?? `http://127.0.0.1:${raw.PORT}`;
     // The API's own origin must always be trusted or its own pages could not call it.
     const trustedOrigins = [...new Set([publicUrl, ...(raw.TRUSTED_ORIGINS ?? DEFAULT_WEB_ORIGINS)])];
@@ -283,6 +293,7 @@ const schema = z
         boxApiUrl: raw.BOX_API_URL,
         desktopAllowedRoots: Object.freeze(raw.DESKTOP_ALLOWED_ROOTS),
       }),
+      sessions: Object.freeze({ leaseMs: raw.SESSION_LEASE_MS }),
     };
   });
 

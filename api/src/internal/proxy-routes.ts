@@ -2,6 +2,7 @@ import { verifyServiceToken } from "@cubicle/proxy/capability";
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import { z } from "zod";
+import { touchComputer } from "../computers/lifecycle.ts";
 import type { AppEnv } from "../context.ts";
 import { HttpProblem, noSuchRoute } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
@@ -11,6 +12,8 @@ import { redeem } from "./redemptions.ts";
 // The proxy treats 25 s of silence as a dead stream.
 const KEEP_ALIVE_MS = 10_000;
 
+const ActivitySchema = z.object({ computerIds: z.array(z.string().min(1).max(200)).max(10_000) });
+
 const RedemptionSchema = z.object({
   jti: z.string().min(1).max(200),
   expiresAt: z.iso.datetime({ offset: true }),
@@ -18,7 +21,8 @@ const RedemptionSchema = z.object({
 
 /**
  * What proxy replicas ask of api: the replay guard for capabilities, and a stream of control
- * lease changes (how every replica closes control sockets within a second of release or expiry).
+ * lease changes (how every replica closes control sockets within a second of release or expiry),
+ * and which computers have open screen sockets (activity, for idle suspension).
  * Not part of the public API (no /v1, not in the OpenAPI document). Callers prove themselves with a
  * proxy service token; anyone else gets the answer of an unknown path.
  */
@@ -39,6 +43,15 @@ export function proxyRoutes() {
     if (!body.success) throw new HttpProblem(400, "VALIDATION_FAILED", "Send {jti, expiresAt}.");
     const redeemed = await redeem(c.var.deps.database.db, body.data.jti, new Date(body.data.expiresAt));
     return c.json({ redeemed }, redeemed ? 201 : 409);
+  });
+
+  // Open screen sockets are use: a computer someone watches is not idle.
+  app.post("/internal/proxy/activity", async (c) => {
+    const body = ActivitySchema.safeParse(await c.req.json().catch(() => undefined));
+    if (!body.success) throw new HttpProblem(400, "VALIDATION_FAILED", "Send {computerIds}.");
+    for (const computerId of new Set(body.data.computerIds))
+      await touchComputer(c.var.deps.database.db, computerId);
+    return c.body(null, 204);
   });
 
   app.get("/internal/proxy/control-leases", (c) => streamLeases(c));

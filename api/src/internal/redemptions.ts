@@ -1,5 +1,7 @@
 import type { Database } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
+import type { AppDeps } from "../context.ts";
+import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
 
 /**
  * The replay guard of screen capabilities, shared by every proxy replica: true only the first
@@ -16,9 +18,18 @@ export async function redeem(db: Kysely<Database>, jti: string, expiresAt: Date)
 }
 
 /** Drops rows no proxy can need: their tokens expired (with a margin for clock skew between hosts). */
-export async function pruneRedemptions(db: Kysely<Database>): Promise<void> {
+async function pruneRedemptions(db: Kysely<Database>): Promise<void> {
   await db
     .deleteFrom("capability_redemptions")
     .where("expires_at", "<", sql<Date>`now() - interval '5 minutes'`)
     .execute();
+}
+
+/** Redemption rows only matter for a minute; pruning them now and then is plenty. */
+export function redemptionPruneJob(deps: Pick<AppDeps, "database">): PeriodicJob {
+  return {
+    name: "capability-redemption-prune",
+    everyMs: 60_000,
+    run: () => pruneRedemptions(deps.database.db),
+  };
 }

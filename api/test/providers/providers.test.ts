@@ -1,11 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findFreePort } from "@cubicle/db/testing";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
-import { parseConfig } from "@cubicle/supervisor/config";
-import { startSupervisor } from "@cubicle/supervisor/server";
+import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import type { SandboxProvider } from "../../src/providers/contract.ts";
 import { createDesktopProvider } from "../../src/providers/desktop/index.ts";
 import { createDockerProvider } from "../../src/providers/docker/index.ts";
@@ -39,30 +36,13 @@ const desktop: MakeProvider = async () => {
 
 /** Containers on the real Docker engine, through a real supervisor on a free loopback port. */
 const docker: MakeProvider = async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), "cubicle-docker-data-"));
-  const token = randomBytes(32).toString("hex");
-  const supervisor = await startSupervisor(
-    parseConfig({
-      DATA_DIR: dataDir,
-      SANDBOX_SUPERVISOR_TOKEN: token,
-      SUPERVISOR_PORT: String(await findFreePort()),
-    }),
-    { log: () => {} },
-  );
+  const supervisor = await startTestSupervisor();
   const faults = new ArmedFaults();
   const provider = createDockerProvider({
-    supervisor: createSupervisorClient({ baseUrl: supervisor.url, token }),
+    supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token }),
     faults,
   });
-  return {
-    provider,
-    faults,
-    liveScreens: true,
-    cleanup: async () => {
-      await supervisor.close();
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
+  return { provider, faults, liveScreens: true, cleanup: () => supervisor.close() };
 };
 
 /** Every backend the shared suites hold to the contract; adding one is one line. */

@@ -22,7 +22,7 @@ export interface ProviderUnderTest {
 export type MakeProvider = () => Promise<ProviderUnderTest>;
 
 /** A generous but bounded budget for one case (real screens and real processes are slow to start). */
-export const CASE_TIMEOUT_MS = 20_000;
+export const CASE_TIMEOUT_MS = 60_000;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -31,8 +31,12 @@ export interface TestApi {
  * A real API on a real port over the dialect this project runs (CUBICLE_TEST_DB): an in-memory
  * PGlite, or a fresh empty database on the run's temporary Postgres server.
  */
-export async function startTestApi(envOverrides: Record<string, string> = {}): Promise<TestApi> {
-  const database = await openTestDatabase();
+export async function startTestApi(
+  envOverrides: Record<string, string> = {},
+  options: { database?: DatabaseHandle } = {},
+): Promise<TestApi> {
+  // Replicas of one deployment share a database (and the secrets in envOverrides); its opener closes it.
+  const database = options.database ?? (await openTestDatabase());
   const dataDir = mkdtempSync(join(tmpdir(), "cubicle-api-test-"));
   const env = parseEnv({
     NODE_ENV: "test",
@@ -55,7 +59,7 @@ export async function startTestApi(envOverrides: Record<string, string> = {}): P
     client: () => new TestClient(api.url, responses),
     close: async () => {
       await api.close();
-      await database.close();
+      if (!options.database) await database.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

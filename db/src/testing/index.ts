@@ -6,7 +6,7 @@ export {
   startTemporaryPostgres,
   type TemporaryPostgres,
 } from "./temporary-postgres.ts";
-export { openTestDatabase } from "./test-database.ts";
+export { createTestDatabaseUrl, openTestDatabase } from "./test-database.ts";
 
 declare module "vitest" {
   /** Set by global-setup.ts for the run's temporary Postgres server. */

@@ -8,9 +8,17 @@ import { createEmptyDatabase } from "./temporary-postgres.ts";
  * PGlite, or a fresh database on the run's temporary Postgres server.
  */
 export async function openTestDatabase(): Promise<DatabaseHandle> {
-  if (process.env.CUBICLE_TEST_DB === "postgres") {
-    const name = `t_${randomBytes(6).toString("hex")}`;
-    return openDatabase({ databaseUrl: await createEmptyDatabase(inject("postgresUrl"), name) });
-  }
+  if (process.env.CUBICLE_TEST_DB === "postgres")
+    return openDatabase({ databaseUrl: await createTestDatabaseUrl() });
   return openDatabase({ pgliteInMemory: true });
+}
+
+/**
+ * A fresh database on the run's temporary Postgres server, for suites that open it more than once
+ * (several api replicas on one database); only in the `postgres` project.
+ */
+export function createTestDatabaseUrl(): Promise<string> {
+  if (process.env.CUBICLE_TEST_DB !== "postgres")
+    throw new Error("only the postgres project has a Postgres server");
+  return createEmptyDatabase(inject("postgresUrl"), `t_${randomBytes(6).toString("hex")}`);
 }

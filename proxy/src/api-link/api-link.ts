@@ -23,6 +23,18 @@ export class ApiLink implements ReplayGuard {
     return `Bearer ${this.token.value}`;
   }
 
+  /** Tells api these computers have open screen sockets: someone is using them. */
+  async reportActivity(computerIds: readonly string[]): Promise<void> {
+    const response = await fetch(`${this.apiUrl}/internal/proxy/activity`, {
+      method: "POST",
+      headers: { authorization: await this.authorization(), "content-type": "application/json" },
+      body: JSON.stringify({ computerIds }),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    if (response.status !== 204) throw new Error(`api answered ${response.status} to an activity report`);
+  }
+
   /** True the first time any replica presents this token id; fails closed when api cannot answer. */
   async claim(jti: string, expiresAt: Date): Promise<boolean> {
     const response = await fetch(`${this.apiUrl}/internal/proxy/redemptions`, {

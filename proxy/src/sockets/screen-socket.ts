@@ -95,7 +95,8 @@ export class ScreenSocket {
       }
       this.target = target;
       const end = await bridgeRfb({
-        browser: createWebSocketStream(socket),
+        // room for a few screen updates in flight: the 16 KiB default stalls the relay on every chunk
+        browser: createWebSocketStream(socket, { writableHighWaterMark: 256 * 1024 }),
         target,
         password: capability.target.password,
         mode,

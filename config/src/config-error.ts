@@ -1,4 +1,4 @@
-/** A start-up configuration problem list; main prints it as one paragraph and exits non-zero. */
+/** A start-up configuration problem list; `runService` prints it as one paragraph and exits 78. */
 export class ConfigError extends Error {
   readonly problems: readonly string[];
 

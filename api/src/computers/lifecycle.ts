@@ -1,0 +1,445 @@
+import type { Bot, Computer, ComputerState, Database } from "@cubicle/db";
+import { type Kysely, sql } from "kysely";
+import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import type { AppDeps } from "../context.ts";
+import { HttpProblem } from "../http/problem.ts";
+import { PROVIDER_KINDS, type ProviderKind, type SandboxProvider } from "../providers/contract.ts";
+import { ProviderError } from "../providers/errors.ts";
+import { type Machine, machineRefOf } from "./repository.ts";
+
+export type { AuditActor } from "../audit/audit-log.ts";
+
+/**
+ * The one place computers change state (DESIGN §2). Every change is audited in the transaction
+ * that makes it. Two guards keep one computer from being provisioned (or stopped) twice at once:
+ * a per-computer lock in this process, and across api replicas a compare-and-set of `state` to a
+ * transitional value (`booting`, `suspending`) that only one caller can win; the others wait for
+ * it to settle. A transition whose owner died is taken over once it is TRANSITION_STALE_MS old.
+ */
+
+/**
+ * Called after a provider made a new machine for a computer (a first start, a machine that went
+ * missing, or a changed provider), before the computer is marked running and anyone uses it.
+ * This is where the home will be restored from its latest checkpoint («Checkpoints» issue).
+ * A failure fails the start: the computer goes to `error`.
+ */
+export type FreshMachineHook = (fresh: {
+  computer: Computer;
+  machine: Machine;
+  actor: AuditActor;
+}) => Promise<void>;
+
+export type ComputerDeps = Pick<AppDeps, "database" | "sandbox" | "audit"> & {
+  onFreshMachine?: FreshMachineHook;
+};
+
+export type StopReason = "manual" | "idle";
+
+const TRANSITIONAL: readonly ComputerState[] = ["booting", "suspending"];
+/** A transition older than this is presumed abandoned (its api process died) and may be taken over. */
+const TRANSITION_STALE_MS = 5 * 60_000;
+/** How long a caller waits for another replica's transition before answering 409. */
+const TRANSITION_WAIT_MS = 2 * 60_000;
+const TRANSITION_POLL_MS = 200;
+
+export const teamScopeKey = (workspaceId: string) => `team:${workspaceId}`;
+export const botScopeKey = (botId: string) => `bot:${botId}`;
+
+/** The workspace's Team Computer; the record is made on first use, stopped. */
+export function teamComputer(deps: ComputerDeps, workspaceId: string): Promise<Computer> {
+  return computerOfScope(deps, {
+    workspace_id: workspaceId,
+    bot_id: null,
+    scope_key: teamScopeKey(workspaceId),
+    home_key: `team-${workspaceId}`,
+  });
+}
+
+/**
+ * The computer a bot works on in its current mode. A Private bot's computer (home key = bot id)
+ * is never removed by switching to Team, so switching back finds the same record and home.
+ */
+export function computerForBot(deps: ComputerDeps, bot: Bot): Promise<Computer> {
+  if (bot.computer_mode === "team") return teamComputer(deps, bot.workspace_id);
+  return computerOfScope(deps, {
+    workspace_id: bot.workspace_id,
+    bot_id: bot.id,
+    scope_key: botScopeKey(bot.id),
+    home_key: bot.id,
+  });
+}
+
+interface Scope {
+  workspace_id: string;
+  bot_id: string | null;
+  scope_key: string;
+  home_key: string;
+}
+
+/** Race-safe: concurrent callers insert at most one row (scope_key is unique) and all read it. */
+async function computerOfScope(deps: ComputerDeps, scope: Scope): Promise<Computer> {
+  const db = deps.database.db;
+  const existing = await byScope(db, scope.scope_key);
+  if (existing) return existing;
+  // Asked before the transaction: PGlite has one connection, which the transaction holds.
+  const provider = await deps.sandbox.current();
+  await db.transaction().execute(async (trx) => {
+    const created = await trx
+      .insertInto("computers")
+      .values({ ...scope, provider_kind: provider.kind, state: "stopped" })
+      // No conflict target: every unique index arbitrates. With `(scope_key)` alone, a racing
+      // insert can still fail on home_key's index before it sees the other scope_key.
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (created)
+      await audited(deps, trx, SYSTEM_ACTOR, "computer.created", created, { scope: scope.scope_key });
+  });
+  const row = await byScope(db, scope.scope_key);
+  // Only if another scope holds this home key, which the keys' shapes rule out.
+  if (!row)
+    throw new Error(`no computer of scope ${scope.scope_key}, and home key ${scope.home_key} is taken`);
+  return row;
+}
+
+const byScope = (db: Kysely<Database>, scopeKey: string) =>
+  db.selectFrom("computers").selectAll().where("scope_key", "=", scopeKey).executeTakeFirst();
+
+/**
+ * Makes sure the computer's machine runs on the provider in effect now, and returns it. A record
+ * that says running and a provider that agrees only get their activity touched. Otherwise the
+ * provider provisions: it resumes the same machine when the stored providerRef still works for
+ * the same provider kind, else makes a fresh one (then `onFreshMachine` runs).
+ */
+export function ensureRunning(
+  deps: ComputerDeps,
+  computer: Computer,
+  actor: AuditActor,
+): Promise<{ computer: Computer; machine: Machine }> {
+  return lockOf(deps).run(computer.id, async () => {
+    const db = deps.database.db;
+    const provider = await deps.sandbox.current();
+    const { row, from } = await claim(db, computer.id, "booting", async (current) => {
+      if (current.state !== "running") return false;
+      const ref = machineRefOf(current, provider);
+      return ref.providerRef !== null && (await provider.status(ref)) === "running";
+    });
+    if (!row) {
+      const touched = await touchedRow(db, computer.id);
+      return { computer: touched, machine: { provider, ref: machineRefOf(touched, provider) } };
+    }
+    try {
+      const ref = machineRefOf(row, provider);
+      const provisioned = await provider.provision(ref);
+      const machine: Machine = { provider, ref: { ...ref, providerRef: provisioned.providerRef } };
+      if (provisioned.fresh && deps.onFreshMachine)
+        await deps.onFreshMachine({ computer: row, machine, actor });
+      const started = await settle(
+        deps,
+        row.id,
+        {
+          state: "running",
+          provider_kind: provider.kind,
+          provider_ref: provisioned.providerRef,
+          touch: true,
+        },
+        actor,
+        "computer.started",
+        { fresh: provisioned.fresh, providerKind: provider.kind, from },
+      );
+      return { computer: started, machine: { provider, ref: machineRefOf(started, provider) } };
+    } catch (error) {
+      await failed(deps, row.id, actor, "computer.start_failed", provider.kind, error);
+      throw error;
+    }
+  });
+}
+
+/**
+ * Stops the machine (its home stays): `suspended` when stopped for idleness, `stopped` when
+ * asked to. The machine is the record's, on the provider that made it, even if another provider
+ * is in effect now. Stopping what is already stopped changes nothing and records nothing.
+ */
+export function stopComputer(
+  deps: ComputerDeps,
+  computer: Computer,
+  actor: AuditActor,
+  reason: StopReason,
+): Promise<Computer> {
+  const target: ComputerState = reason === "idle" ? "suspended" : "stopped";
+  return lockOf(deps).run(computer.id, async () => {
+    const db = deps.database.db;
+    const { row, from } = await claim(
+      db,
+      computer.id,
+      "suspending",
+      async (current) => current.state === target && (await statusOfRecord(deps, current)) !== "running",
+    );
+    if (!row) return requireRow(db, computer.id);
+    const machine = recordMachine(deps, row);
+    try {
+      if (machine && (await machine.provider.status(machine.ref)) === "running")
+        await machine.provider.stop(machine.ref);
+      return await settle(deps, row.id, { state: target }, actor, "computer.stopped", {
+        reason,
+        providerKind: row.provider_kind,
+        from,
+      });
+    } catch (error) {
+      await failed(deps, row.id, actor, "computer.stop_failed", row.provider_kind, error);
+      throw error;
+    }
+  });
+}
+
+/**
+ * Removes the machine and forgets its providerRef; the computer record stays, `stopped`. The home
+ * is durable data and is not deleted: the next start makes a fresh machine on the same home.
+ */
+export function destroyComputer(
+  deps: ComputerDeps,
+  computer: Computer,
+  actor: AuditActor,
+): Promise<Computer> {
+  return lockOf(deps).run(computer.id, async () => {
+    const db = deps.database.db;
+    const { row, from } = await claim(
+      db,
+      computer.id,
+      "suspending",
+      async (current) => current.provider_ref === null && current.state === "stopped",
+    );
+    if (!row) return requireRow(db, computer.id);
+    const machine = recordMachine(deps, row);
+    try {
+      if (machine) await machine.provider.destroy(machine.ref);
+      return await settle(
+        deps,
+        row.id,
+        { state: "stopped", provider_ref: null },
+        actor,
+        "computer.destroyed",
+        {
+          providerKind: row.provider_kind,
+          providerRef: row.provider_ref,
+          from,
+        },
+      );
+    } catch (error) {
+      await failed(deps, row.id, actor, "computer.destroy_failed", row.provider_kind, error);
+      throw error;
+    }
+  });
+}
+
+/** Marks use of the computer (tool calls, session heartbeats, screen use): idle time starts over. */
+export async function touchComputer(db: Kysely<Database>, computerId: string): Promise<void> {
+  await db
+    .updateTable("computers")
+    .set({ last_activity_at: sql`now()` })
+    .where("id", "=", computerId)
+    .execute();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Wins the computer for a transition: compare-and-set of its state to `transitional`. Returns no
+ * row when `settled` says nothing needs doing. While someone else's transition runs, waits.
+ */
+async function claim(
+  db: Kysely<Database>,
+  computerId: string,
+  transitional: ComputerState,
+  settled: (current: Computer) => Promise<boolean>,
+): Promise<{ row: Computer | undefined; from: ComputerState }> {
+  const deadline = Date.now() + TRANSITION_WAIT_MS;
+  for (;;) {
+    const current = await requireRow(db, computerId);
+    if (!TRANSITIONAL.includes(current.state) && (await settled(current)))
+      return { row: undefined, from: current.state };
+    const won = await db
+      .updateTable("computers")
+      .set({ state: transitional, state_detail: null, updated_at: sql`now()` })
+      .where("id", "=", computerId)
+      .where("state", "=", current.state)
+      .where((eb) =>
+        eb.or([
+          eb("state", "not in", [...TRANSITIONAL]),
+          eb(
+            "updated_at",
+            "<",
+            sql<Date>`now() - cast(${TRANSITION_STALE_MS} as integer) * interval '1 millisecond'`,
+          ),
+        ]),
+      )
+      .returningAll()
+      .executeTakeFirst();
+    if (won) return { row: won, from: current.state };
+    if (Date.now() > deadline) {
+      throw new HttpProblem(
+        409,
+        "COMPUTER_TRANSITIONING",
+        `The computer is ${current.state} elsewhere and did not settle in time; try again.`,
+      );
+    }
+    // Lost a race (retry at once), or another replica's transition runs (wait for it).
+    if (TRANSITIONAL.includes(current.state)) await sleep(TRANSITION_POLL_MS);
+  }
+}
+
+/** Ends a transition: the new state and its audit record commit together. */
+function settle(
+  deps: ComputerDeps,
+  computerId: string,
+  {
+    touch,
+    ...change
+  }: {
+    state: ComputerState;
+    provider_kind?: string;
+    provider_ref?: string | null;
+    /** Also counts as activity (a start is a use). */
+    touch?: boolean;
+  },
+  actor: AuditActor,
+  action: string,
+  data: Record<string, unknown>,
+): Promise<Computer> {
+  return deps.database.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable("computers")
+      .set({
+        ...change,
+        ...(touch ? { last_activity_at: sql<Date>`now()` } : {}),
+        state_detail: null,
+        updated_at: sql`now()`,
+      })
+      .where("id", "=", computerId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await audited(deps, trx, actor, action, row, data);
+    return row;
+  });
+}
+
+/** A failed transition leaves the computer in `error`; the next start reconciles it. */
+async function failed(
+  deps: ComputerDeps,
+  computerId: string,
+  actor: AuditActor,
+  action: string,
+  providerKind: string,
+  error: unknown,
+): Promise<void> {
+  const code = error instanceof ProviderError ? error.code : "INTERNAL";
+  const detail = error instanceof Error ? error.message : String(error);
+  try {
+    await deps.database.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("computers")
+        .set({ state: "error", state_detail: detail.slice(0, 500), updated_at: sql`now()` })
+        .where("id", "=", computerId)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await audited(deps, trx, actor, action, row, { providerKind, code });
+    });
+  } catch {
+    // The original failure is what the caller must hear about.
+  }
+}
+
+function audited(
+  deps: ComputerDeps,
+  db: Kysely<Database>,
+  actor: AuditActor,
+  action: string,
+  computer: Computer,
+  data: Record<string, unknown>,
+): Promise<void> {
+  return deps.audit.record(
+    {
+      actor,
+      workspaceId: computer.workspace_id,
+      action,
+      target: { type: "computer", id: computer.id },
+      data: { ...data, state: computer.state },
+    },
+    db,
+  );
+}
+
+/** The machine a record points at, on the provider kind that made it (stop and destroy go there). */
+function recordMachine(deps: ComputerDeps, computer: Computer): Machine | null {
+  if (computer.provider_ref === null) return null;
+  const kind = computer.provider_kind as ProviderKind;
+  if (!PROVIDER_KINDS.includes(kind)) return null;
+  let provider: SandboxProvider;
+  try {
+    provider = deps.sandbox.provider(kind);
+  } catch (error) {
+    throw new ProviderError(
+      "PROVIDER_FAILURE",
+      `the ${kind} provider that made this computer's machine is not available: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  return {
+    provider,
+    ref: {
+      homeKey: computer.home_key,
+      computerId: computer.id,
+      workspaceId: computer.workspace_id,
+      providerRef: computer.provider_ref,
+    },
+  };
+}
+
+async function statusOfRecord(deps: ComputerDeps, computer: Computer) {
+  const machine = recordMachine(deps, computer);
+  return machine ? machine.provider.status(machine.ref) : "missing";
+}
+
+async function touchedRow(db: Kysely<Database>, computerId: string): Promise<Computer> {
+  return db
+    .updateTable("computers")
+    .set({ last_activity_at: sql`now()` })
+    .where("id", "=", computerId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+async function requireRow(db: Kysely<Database>, computerId: string): Promise<Computer> {
+  return db.selectFrom("computers").selectAll().where("id", "=", computerId).executeTakeFirstOrThrow();
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Runs tasks for the same key one after another, within one api instance. */
+class KeyedLock {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const result = previous.catch(() => undefined).then(task);
+    const tail = result.catch(() => undefined);
+    this.tails.set(key, tail);
+    try {
+      return await result;
+    } finally {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    }
+  }
+}
+
+// One lock per api instance (keyed by its Sandbox), so that several instances in one test
+// process behave like separate replicas and rely on the database guard between them.
+const locks = new WeakMap<object, KeyedLock>();
+function lockOf(deps: ComputerDeps): KeyedLock {
+  let lock = locks.get(deps.sandbox);
+  if (!lock) {
+    lock = new KeyedLock();
+    locks.set(deps.sandbox, lock);
+  }
+  return lock;
+}

@@ -1,0 +1,26 @@
+import type { AppDeps } from "../context.ts";
+import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
+import { expireDue } from "./control-leases.ts";
+import { closeControlUnlessHeld } from "./control-server.ts";
+
+/**
+ * Ends control leases whose time ran out and stops their control servers. Four times a second:
+ * together with the proxies' event stream, a control socket closes within a second of expiry.
+ * (Each expired lease is also claimed by exactly one UPDATE; see expireDue.)
+ */
+export function controlExpiryJob(deps: AppDeps): PeriodicJob {
+  return {
+    name: "control-lease-expiry",
+    everyMs: 250,
+    async run() {
+      for (const lease of await expireDue(deps)) {
+        const computer = await deps.database.db
+          .selectFrom("computers")
+          .selectAll()
+          .where("id", "=", lease.computer_id)
+          .executeTakeFirst();
+        if (computer) await closeControlUnlessHeld(deps, computer, lease.screen_index);
+      }
+    },
+  };
+}

@@ -1,0 +1,215 @@
+import { posix } from "node:path";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { extract, type Header, type Pack, pack } from "tar-stream";
+import { HttpProblem } from "../http/problem.ts";
+import { ProviderError } from "../providers/errors.ts";
+import { homeRelativePath } from "../providers/home-path.ts";
+import type { ToolSession } from "./session.ts";
+
+/** The most one file read or written through the API may hold (larger: use the archive routes). */
+export const MAX_FILE_BYTES = 32 * 1024 * 1024;
+/** The most an uploaded archive may hold in all, and how many entries. */
+export const MAX_UPLOAD_BYTES = 256 * 1024 * 1024;
+export const MAX_UPLOAD_ENTRIES = 10_000;
+
+const tooLarge = (what: string, max: number) =>
+  new HttpProblem(413, "BODY_TOO_LARGE", `${what} exceeds ${max} bytes.`);
+
+/** Passes a request body through, failing it (413) once more than `max` bytes came. */
+export function limited(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+  what: string,
+): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > max) controller.error(tooLarge(what, max));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
+}
+
+/** The whole request body, refused (413) past `max` bytes without reading further. */
+export async function readBody(request: Request, max: number, what: string): Promise<Uint8Array> {
+  const announced = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (announced > max) throw tooLarge(what, max);
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(what, max);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** An archive entry's name as a relative path without `./` or a trailing slash ("" for the root). */
+const entryName = (name: string) =>
+  name
+    .replace(/^(\.\/)+/, "")
+    .replace(/\/+$/, "")
+    .replace(/^\.$/, "");
+
+/**
+ * One folder of the home as a tar stream, names relative to that folder, cut from the provider's
+ * export of the whole home (the contract exports homes whole). Entries are copied one at a time,
+ * honouring back-pressure, so memory stays at a chunk or two.
+ */
+export function folderArchive(home: ReadableStream<Uint8Array>, folder: string): ReadableStream<Uint8Array> {
+  const source = Readable.fromWeb(home as NodeReadableStream<Uint8Array>);
+  const extractor = extract();
+  const packer = pack();
+  source.on("error", (error) => extractor.destroy(error));
+  source.pipe(extractor);
+  void (async () => {
+    try {
+      for await (const entry of extractor) {
+        const name = entryName(entry.header.name);
+        const inside = folder === "" || name === folder || name.startsWith(`${folder}/`);
+        if (!inside) {
+          entry.resume();
+          continue;
+        }
+        const relative = folder === "" ? name : name.slice(folder.length + 1);
+        const header: Header = {
+          ...entry.header,
+          name: relative === "" ? "./" : entry.header.type === "directory" ? `${relative}/` : relative,
+          pax: null,
+        };
+        await copyEntry(packer, header, entry);
+      }
+      packer.finalize();
+    } catch (error) {
+      source.destroy();
+      packer.destroy(error instanceof Error ? error : new Error(String(error)));
+    }
+  })();
+  return webStreamFrom(packer);
+}
+
+/** Copies one entry's header and body into `pack`, honouring the pack's back-pressure. */
+async function copyEntry(
+  packer: Pack,
+  header: Header,
+  body: AsyncIterable<unknown> & { resume(): unknown },
+): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const sink = packer.entry(header, (error) => (error ? reject(error) : resolve()));
+    if (header.type !== "file" && header.type !== "contiguous-file") {
+      body.resume();
+      return;
+    }
+    void (async () => {
+      try {
+        for await (const chunk of body) {
+          if (!sink.write(chunk)) await new Promise<void>((done) => sink.once("drain", () => done()));
+        }
+        sink.end(null);
+      } catch (error) {
+        sink.destroy(error instanceof Error ? error : new Error(String(error)));
+      }
+    })();
+  });
+}
+
+/** A pull-based Web stream over a (streamx) tar stream, one chunk at a time. */
+function webStreamFrom(source: AsyncIterable<unknown>): ReadableStream<Uint8Array> {
+  const iterator = source[Symbol.asyncIterator]();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const next = await iterator.next();
+          if (next.done) controller.close();
+          else if (next.value instanceof Uint8Array) controller.enqueue(next.value);
+        } catch (error) {
+          controller.error(error);
+        }
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    },
+    { highWaterMark: 1 },
+  );
+}
+
+export interface UploadResult {
+  files: number;
+  bytes: number;
+  /** Entries that are neither files nor folders (links, devices): not written. */
+  skipped: number;
+}
+
+/**
+ * Writes a tar's files under `folder` (home-relative), one at a time through the provider, so
+ * every path rule applies to each. Not atomic: a failure leaves the files written before it.
+ */
+export async function unpackInto(
+  tool: ToolSession,
+  folder: string,
+  body: ReadableStream<Uint8Array>,
+): Promise<UploadResult> {
+  const { provider, ref } = tool.machine;
+  const extractor = extract();
+  const source = Readable.fromWeb(
+    limited(body, MAX_UPLOAD_BYTES, "The archive") as NodeReadableStream<Uint8Array>,
+  );
+  let failure: unknown;
+  source.on("error", (error) => {
+    failure = error;
+    extractor.destroy(error);
+  });
+  source.pipe(extractor);
+  const result: UploadResult = { files: 0, bytes: 0, skipped: 0 };
+  let entries = 0;
+  try {
+    for await (const entry of extractor) {
+      if (++entries > MAX_UPLOAD_ENTRIES)
+        throw new HttpProblem(
+          413,
+          "BODY_TOO_LARGE",
+          `The archive has more than ${MAX_UPLOAD_ENTRIES} entries.`,
+        );
+      const name = entryName(entry.header.name);
+      if (entry.header.type !== "file" || name === "") {
+        if (entry.header.type !== "directory") result.skipped++;
+        entry.resume();
+        continue;
+      }
+      const relative = homeRelativePath(name);
+      if ((entry.header.size ?? 0) > MAX_FILE_BYTES) throw tooLarge(`Archive entry ${name}`, MAX_FILE_BYTES);
+      const chunks: Buffer[] = [];
+      for await (const chunk of entry) chunks.push(chunk as Buffer);
+      const data = Buffer.concat(chunks);
+      await provider.writeFile(ref, folder === "" ? relative : posix.join(folder, relative), data, {
+        executable: ((entry.header.mode ?? 0) & 0o111) !== 0,
+      });
+      result.files++;
+      result.bytes += data.byteLength;
+    }
+  } catch (error) {
+    source.destroy();
+    extractor.destroy();
+    const cause = failure ?? error;
+    if (cause instanceof HttpProblem || cause instanceof ProviderError) throw cause;
+    throw new HttpProblem(
+      400,
+      "INVALID_ARCHIVE",
+      `The body is not a readable tar archive: ${(cause as Error).message}`,
+    );
+  }
+  return result;
+}

@@ -1,0 +1,3 @@
+export { ConfigError } from "./config-error.ts";
+export { type Env, type EnvReader, envReader } from "./env-reader.ts";
+export { type RunningService, runService, type ServiceProcess } from "./run-service.ts";
