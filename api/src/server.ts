@@ -20,6 +20,7 @@ import { createMetrics } from "./observability/metrics.ts";
 import { Sandbox } from "./providers/sandbox.ts";
 import { controlExpiryJob } from "./screens/control-expiry.ts";
 import { controlPasswords } from "./screens/control-password.ts";
+import { sessionExpiryJob } from "./sessions/expiry.ts";
 
 export const API_VERSION: string = JSON.parse(
   readFileSync(new URL("../package.json", import.meta.url), "utf8"),
@@ -85,9 +86,12 @@ export async function startApi(
   const { port } = server.address() as AddressInfo;
   const url = `http://${env.host.includes(":") ? `[${env.host}]` : env.host}:${port}`;
   logger.info({ url, db: database.dialect, version: API_VERSION }, "cubicle api listening");
-  const jobs = [controlExpiryJob(deps), redemptionPruneJob(deps), idleSuspensionJob(deps)].map((job) =>
-    startPeriodicJob(deps, job),
-  );
+  const jobs = [
+    controlExpiryJob(deps),
+    sessionExpiryJob(deps),
+    idleSuspensionJob(deps),
+    redemptionPruneJob(deps),
+  ].map((job) => startPeriodicJob(deps, job));
 
   return {
     url,
