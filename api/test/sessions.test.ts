@@ -336,12 +336,15 @@ describe("expiry", () => {
     problem(await shortKeyed.read(second, "after.txt"), 404, "FILE_NOT_FOUND");
     expect((await shortKeyed.read(second, "before.txt")).text).toBe("first");
 
-    const [expired] = await audits("session.expired", first.sessionId);
-    expect(expired).toMatchObject({ actor_type: "system" });
-    expect(expired?.data).toMatchObject({ fence: first.fence, screen: 0 });
-    expect((await audits("session.opened", second.sessionId))[0]?.data).toMatchObject({
-      reclaimed: [first.sessionId],
-    });
+    // expired once: by the housekeeping sweep, or by the new session's reclaim if it came first
+    const expirations = await audits("session.expired", first.sessionId);
+    expect(expirations).toHaveLength(1);
+    expect(expirations[0]).toMatchObject({ actor_type: "system" });
+    expect(expirations[0]?.data).toMatchObject({ fence: first.fence, screen: 0 });
+    const { reclaimed } = (await audits("session.opened", second.sessionId))[0]?.data as {
+      reclaimed: string[];
+    };
+    expect([[], [first.sessionId]]).toContainEqual(reclaimed);
     expectStatus(await shortKeyed.end(second), 200);
   });
 });
