@@ -341,9 +341,8 @@ describe("expiry", () => {
     expect(expirations).toHaveLength(1);
     expect(expirations[0]).toMatchObject({ actor_type: "system" });
     expect(expirations[0]?.data).toMatchObject({ fence: first.fence, screen: 0 });
-    const { reclaimed } = (await audits("session.opened", second.sessionId))[0]?.data as {
-      reclaimed: string[];
-    };
+    const [opened] = await audits("session.opened", second.sessionId);
+    const reclaimed = (opened?.data as { reclaimed?: string[] } | undefined)?.reclaimed;
     expect([[], [first.sessionId]]).toContainEqual(reclaimed);
     expectStatus(await shortKeyed.end(second), 200);
   });
