@@ -8,6 +8,7 @@ import { computerForBot } from "../computers/lifecycle.ts";
 import { botBusy } from "../computers/occupancy.ts";
 import type { AppEnv } from "../context.ts";
 import { iso, isoOrNull } from "../http/iso.ts";
+import { jsonResponse as json } from "../http/openapi.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { isUniqueViolation } from "../screens/control-leases.ts";
@@ -116,10 +117,6 @@ const BotParams = WorkspaceIdParam.extend({
     .openapi({ param: { name: "botId", in: "path" } }),
 });
 
-const json = <T extends z.ZodType>(description: string, schema: T) => ({
-  description,
-  content: { "application/json": { schema } },
-});
 const body = <T extends z.ZodType>(schema: T) => ({
   body: { required: true, content: { "application/json": { schema } } },
 });

@@ -1,4 +1,5 @@
 import type { Bot, Computer, ComputerState, Database } from "@cubicle/db";
+import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import { type Kysely, sql } from "kysely";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { AppDeps } from "../context.ts";
@@ -414,23 +415,6 @@ async function requireRow(db: Kysely<Database>, computerId: string): Promise<Com
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Runs tasks for the same key one after another, within one api instance. */
-class KeyedLock {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    const result = previous.catch(() => undefined).then(task);
-    const tail = result.catch(() => undefined);
-    this.tails.set(key, tail);
-    try {
-      return await result;
-    } finally {
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    }
-  }
-}
 
 // One lock per api instance (keyed by its Sandbox), so that several instances in one test
 // process behave like separate replicas and rely on the database guard between them.

@@ -5,6 +5,7 @@ import { defineRoute } from "../access/define-route.ts";
 import { actorOf } from "../auth/principal.ts";
 import type { AppEnv } from "../context.ts";
 import { iso, isoOrNull } from "../http/iso.ts";
+import { jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
 import { PROVIDER_KINDS } from "../providers/contract.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
@@ -66,11 +67,6 @@ const ComputerParams = WorkspaceIdParam.extend({
     .min(1)
     .max(64)
     .openapi({ param: { name: "computerId", in: "path" } }),
-});
-
-const json = <T extends z.ZodType>(description: string, schema: T) => ({
-  description,
-  content: { "application/json": { schema } },
 });
 
 const COMPUTERS = "/v1/workspaces/{workspaceId}/computers";

@@ -8,6 +8,7 @@ import { actorOf } from "../auth/principal.ts";
 import { requireComputer } from "../computers/repository.ts";
 import type { AppEnv } from "../context.ts";
 import { iso } from "../http/iso.ts";
+import { jsonResponse as json, pathParam } from "../http/openapi.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
@@ -23,13 +24,6 @@ import {
   renewLease,
 } from "./control-leases.ts";
 import { closeControlUnlessHeld, openControlFor } from "./control-server.ts";
-
-const pathParam = (name: string) =>
-  z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name, in: "path" } });
 
 const ScreenParams = WorkspaceIdParam.extend({
   computerId: pathParam("computerId"),
@@ -72,11 +66,6 @@ const CurrentControlSchema = z
     expiresAt: z.string().datetime(),
   })
   .openapi("ScreenController");
-
-const json = <T extends z.ZodType>(description: string, schema: T) => ({
-  description,
-  content: { "application/json": { schema } },
-});
 
 const mintCapability = defineRoute(
   { kind: "workspace", minRole: "viewer" },

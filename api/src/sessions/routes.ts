@@ -6,6 +6,7 @@ import { actorOf } from "../auth/principal.ts";
 import { requireBot } from "../bots/repository.ts";
 import { computerForBot, ensureRunning, touchComputer } from "../computers/lifecycle.ts";
 import type { Machine } from "../computers/repository.ts";
+import { jsonResponse as json } from "../http/openapi.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { ensureStartFolder, sessionPaths } from "../tools/paths.ts";
@@ -26,7 +27,6 @@ import {
   BotParams,
   FENCE_DESCRIPTION,
   FenceHeaders,
-  json,
   SessionParams,
   SessionSchema,
   sessionBody,

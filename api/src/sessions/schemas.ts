@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { iso, isoOrNull } from "../http/iso.ts";
+import { pathParam } from "../http/openapi.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import type { SessionView } from "./leases.ts";
 
@@ -10,13 +11,6 @@ export const FENCE_DESCRIPTION =
   `Send the session's fence (returned when it opened) in the \`${FENCE_HEADER}\` header. ` +
   "A fence that is not the bot's current session's — the session ended or expired, or a newer " +
   "session holds the bot — is refused with 409 `STALE_FENCE`, and nothing happens.";
-
-const pathParam = (name: string) =>
-  z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name, in: "path" } });
 
 export const BotParams = WorkspaceIdParam.extend({ botId: pathParam("botId") });
 export const SessionParams = BotParams.extend({ sessionId: pathParam("sessionId") });
@@ -75,9 +69,4 @@ export const sessionBody = (session: SessionView): z.infer<typeof SessionSchema>
   heartbeatAt: iso(session.heartbeat_at),
   createdAt: iso(session.created_at),
   endedAt: isoOrNull(session.ended_at),
-});
-
-export const json = <T extends z.ZodType>(description: string, schema: T) => ({
-  description,
-  content: { "application/json": { schema } },
 });

@@ -2,11 +2,12 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import type { AppEnv } from "../context.ts";
+import { jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
 import { validateActions } from "../providers/actions.ts";
 import { MAX_ACTIONS_PER_BATCH } from "../providers/contract.ts";
 import { ProviderError } from "../providers/errors.ts";
-import { FENCE_DESCRIPTION, FenceHeaders, json, SessionParams } from "../sessions/schemas.ts";
+import { FENCE_DESCRIPTION, FenceHeaders, SessionParams } from "../sessions/schemas.ts";
 import {
   APPS,
   type AppName,

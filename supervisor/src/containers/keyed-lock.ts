@@ -1,7 +1,7 @@
 /**
- * Runs tasks for the same key one after another (two creates of one computer must not race to
- * make two containers). Within this process only; the engine refuses a second container of the
- * same name, which covers other processes.
+ * Runs tasks for the same key one after another, within one process (two creates of one computer
+ * must not race to make two containers; api serialises a computer's state changes with it too).
+ * Other processes need their own guard: the engine's unique names here, the database in api.
  */
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>();
