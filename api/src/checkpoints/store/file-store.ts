@@ -1,0 +1,590 @@
+import { createHash, randomBytes } from "node:crypto";
+import { createReadStream, promises as fs } from "node:fs";
+import { join, resolve } from "node:path";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { extract, type Header, pack } from "tar-stream";
+import { SharedExclusiveLock } from "./lock.ts";
+import {
+  checkName,
+  comparePaths,
+  entriesSha256,
+  entryPath,
+  isSha256,
+  type Manifest,
+  type ManifestEntry,
+  parseManifest,
+  ROOT_PATH,
+  revisionInfo,
+} from "./manifest.ts";
+import {
+  type CheckpointStore,
+  CheckpointStoreError,
+  type RevisionInfo,
+  type WriteRevisionInput,
+} from "./types.ts";
+
+export interface FileCheckpointStoreOptions {
+  /**
+   * Garbage collection leaves unreferenced objects younger than this alone, in case another
+   * process is writing a revision that will name them. Default 10 minutes.
+   */
+  gcGraceMs?: number;
+}
+
+export interface FileCheckpointStore extends CheckpointStore {
+  readonly rootDir: string;
+  /** Deletes objects no revision of any home references (older than the grace period). */
+  collectGarbage(): Promise<{ removedObjects: number; removedBytes: number }>;
+}
+
+/** Contents up to this size are hashed in memory, so an unchanged file is never written at all. */
+const IN_MEMORY_LIMIT = 1024 * 1024;
+/** New objects being made durable (fsync + rename) while the archive keeps streaming. */
+const DURABILITY_CONCURRENCY = 16;
+/** A write's leftover temp folder from this process whose owner is no longer known. */
+const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
+const DEFAULT_GC_GRACE_MS = 10 * 60 * 1000;
+
+const MANIFEST_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]*)\.json$/;
+const TEMP_DIR = /^w-(\d+)-([0-9a-f]+)$/;
+
+/** Locks and in-flight temp folders, shared by every store on the same root in this process. */
+const locks = new Map<string, SharedExclusiveLock>();
+const activeTemps = new Set<string>();
+
+let lastIdTime = 0;
+
+/** A new revision id: UTC time to the millisecond (strictly increasing here), then randomness. */
+function newRevisionId(): { id: string; createdAt: Date } {
+  const time = Math.max(Date.now(), lastIdTime + 1);
+  lastIdTime = time;
+  const createdAt = new Date(time);
+  const stamp = createdAt.toISOString().replace(/[-:]/g, "").replace(".", "");
+  return { id: `${stamp}-${randomBytes(4).toString("hex")}`, createdAt };
+}
+
+function errorCode(error: unknown): string | undefined {
+  return error instanceof Error && "code" in error
+    ? String((error as NodeJS.ErrnoException).code)
+    : undefined;
+}
+
+async function fsyncPath(path: string): Promise<void> {
+  const handle = await fs.open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errorCode(error) === "EPERM";
+  }
+}
+
+/**
+ * A content-addressed checkpoint store on a filesystem:
+ *
+ *     objects/<sha256[0..2]>/<sha256>          each distinct file content, once
+ *     homes/<homeKey>/revisions/<id>.json      one manifest per complete revision
+ *     tmp/w-<pid>-<random>/                    a write in progress (never read)
+ *
+ * Objects and manifests are written into tmp, fsynced and renamed into place, and the folders
+ * they land in are fsynced: a revision is visible only once whole, and a crash leaves at worst a
+ * temp folder, which a later write removes.
+ */
+export function createFileCheckpointStore(
+  rootDir: string,
+  options: FileCheckpointStoreOptions = {},
+): FileCheckpointStore {
+  const root = resolve(rootDir);
+  const objectsDir = join(root, "objects");
+  const homesDir = join(root, "homes");
+  const tmpDir = join(root, "tmp");
+  const gcGraceMs = options.gcGraceMs ?? DEFAULT_GC_GRACE_MS;
+  let lock = locks.get(root);
+  if (!lock) {
+    lock = new SharedExclusiveLock();
+    locks.set(root, lock);
+  }
+  const storeLock = lock;
+
+  const revisionsDir = (homeKey: string) => join(homesDir, checkName("home key", homeKey), "revisions");
+  const manifestPath = (homeKey: string, id: string) =>
+    join(revisionsDir(homeKey), `${checkName("revision id", id)}.json`);
+  const objectPath = (sha256: string) => join(objectsDir, sha256.slice(0, 2), sha256);
+
+  /** mkdir -p, fsyncing the parent of every folder it created so the new folder survives a crash. */
+  async function makeDurableDir(path: string): Promise<void> {
+    const first = await fs.mkdir(path, { recursive: true });
+    if (first === undefined) return;
+    let dir = path;
+    const parents: string[] = [];
+    while (dir.length >= first.length) {
+      const parent = resolve(dir, "..");
+      parents.push(parent);
+      if (parent === dir) break;
+      dir = parent;
+    }
+    for (const parent of parents) await fsyncPath(parent);
+  }
+
+  async function removeStaleTemps(): Promise<void> {
+    let names: string[];
+    try {
+      names = await fs.readdir(tmpDir);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return;
+      throw error;
+    }
+    for (const name of names) {
+      const path = join(tmpDir, name);
+      if (activeTemps.has(path)) continue;
+      const match = TEMP_DIR.exec(name);
+      const pid = match ? Number(match[1]) : Number.NaN;
+      let stale: boolean;
+      if (!match || pid === process.pid || !processAlive(pid)) {
+        // ours but not in flight, or its writer is gone
+        stale = true;
+      } else {
+        const stat = await fs.stat(path).catch(() => null);
+        stale = stat !== null && Date.now() - stat.mtimeMs > STALE_TEMP_MS;
+      }
+      if (stale) await fs.rm(path, { recursive: true, force: true });
+    }
+  }
+
+  async function write(input: WriteRevisionInput): Promise<RevisionInfo> {
+    const homeKey = checkName("home key", input.homeKey);
+    const parentId = input.parentId === null ? null : checkName("parent id", input.parentId);
+    const reason = input.reason;
+    if (
+      !["session-success", "session-failure", "stop", "idle", "manual", "before-restore"].includes(reason)
+    ) {
+      throw new CheckpointStoreError(
+        "INVALID_ARGUMENT",
+        `unknown checkpoint reason ${JSON.stringify(reason)}`,
+      );
+    }
+    await fs.mkdir(tmpDir, { recursive: true });
+    await removeStaleTemps().catch(() => undefined);
+    const temp = join(tmpDir, `w-${process.pid}-${randomBytes(8).toString("hex")}`);
+    activeTemps.add(temp);
+    try {
+      await fs.mkdir(temp);
+      return await storeLock.shared(() => writeRevision(temp, homeKey, parentId, reason, input.tar));
+    } finally {
+      await fs.rm(temp, { recursive: true, force: true }).catch(() => undefined);
+      activeTemps.delete(temp);
+    }
+  }
+
+  async function writeRevision(
+    temp: string,
+    homeKey: string,
+    parentId: string | null,
+    reason: WriteRevisionInput["reason"],
+    tar: ReadableStream<Uint8Array>,
+  ): Promise<RevisionInfo> {
+    const entries = new Map<string, ManifestEntry>();
+    const claimed = new Set<string>();
+    const touchedPrefixes = new Map<string, Promise<void>>();
+    const pending = new Set<Promise<void>>();
+    let failure: unknown = null;
+    let newBytes = 0;
+    let tempCounter = 0;
+
+    const track = (work: Promise<void>) => {
+      const tracked = work.catch((error: unknown) => {
+        failure ??= error;
+      });
+      pending.add(tracked);
+      void tracked.finally(() => pending.delete(tracked));
+    };
+
+    /** Moves a complete, fsynced temp file into objects/ (unless the content is already there). */
+    async function commitObject(tempFile: string, sha256: string): Promise<void> {
+      const prefix = join(objectsDir, sha256.slice(0, 2));
+      let made = touchedPrefixes.get(prefix);
+      if (!made) {
+        made = makeDurableDir(prefix);
+        touchedPrefixes.set(prefix, made);
+      }
+      await made;
+      await fs.rename(tempFile, objectPath(sha256));
+    }
+
+    async function objectExists(sha256: string): Promise<boolean> {
+      try {
+        await fs.access(objectPath(sha256));
+        return true;
+      } catch {
+        return false;
+      }
+    }
+
+    /** Hashes one file's content and stores it once; large contents stream through a temp file. */
+    async function storeContent(content: AsyncIterable<unknown>): Promise<{ sha256: string; size: number }> {
+      const hash = createHash("sha256");
+      const buffered: Buffer[] = [];
+      let size = 0;
+      let spill: fs.FileHandle | null = null;
+      const spillPath = join(temp, `o-${tempCounter++}`);
+      try {
+        for await (const value of content) {
+          const chunk = value as Buffer;
+          hash.update(chunk);
+          size += chunk.length;
+          if (spill) {
+            await spill.write(chunk);
+          } else {
+            buffered.push(chunk);
+            if (size > IN_MEMORY_LIMIT) {
+              spill = await fs.open(spillPath, "wx");
+              for (const part of buffered) await spill.write(part);
+              buffered.length = 0;
+            }
+          }
+        }
+        const sha256 = hash.digest("hex");
+        if (claimed.has(sha256) || (await objectExists(sha256))) {
+          if (spill) {
+            await spill.close();
+            spill = null;
+            await fs.rm(spillPath, { force: true });
+          }
+          return { sha256, size };
+        }
+        claimed.add(sha256);
+        newBytes += size;
+        const handle = spill ?? (await fs.open(spillPath, "wx"));
+        spill = null;
+        const data = buffered.length === 1 ? buffered[0] : Buffer.concat(buffered);
+        buffered.length = 0;
+        const durable = (async () => {
+          try {
+            if (data && data.length > 0 && handle !== null) await handle.write(data);
+            await handle.sync();
+          } finally {
+            await handle.close();
+          }
+          await commitObject(spillPath, sha256);
+        })();
+        track(durable);
+        while (pending.size >= DURABILITY_CONCURRENCY) await Promise.race(pending);
+        return { sha256, size };
+      } finally {
+        await spill?.close();
+      }
+    }
+
+    const source = Readable.fromWeb(tar as NodeReadableStream<Uint8Array>);
+    const parser = extract();
+    source.on("error", (error) => parser.destroy(error));
+    source.pipe(parser);
+    try {
+      for await (const entry of parser) {
+        if (failure) throw failure;
+        const header: Header = entry.header;
+        const path = entryPath(header.name);
+        const mode = (header.mode ?? 0) & 0o7777;
+        const mtime = header.mtime ? Math.floor(header.mtime.getTime() / 1000) : 0;
+        switch (header.type) {
+          case "directory":
+            entry.resume();
+            entries.set(path, { path, type: "directory", mode, mtime });
+            break;
+          case "file":
+          case "contiguous-file": {
+            if (path === ROOT_PATH)
+              throw invalid(`archive entry ${JSON.stringify(header.name)} names the home as a file`);
+            const { sha256, size } = await storeContent(entry);
+            entries.set(path, { path, type: "file", mode, mtime, size, sha256 });
+            break;
+          }
+          case "symlink":
+            entry.resume();
+            if (path === ROOT_PATH)
+              throw invalid(`archive entry ${JSON.stringify(header.name)} names the home as a link`);
+            entries.set(path, { path, type: "symlink", mode, mtime, target: header.linkname ?? "" });
+            break;
+          case "link": {
+            // a hard link: the same content again, which content addressing stores once anyway
+            entry.resume();
+            const target = entries.get(entryPath(header.linkname ?? ""));
+            if (target?.type !== "file") {
+              throw invalid(
+                `archive entry ${JSON.stringify(header.name)} is a hard link to something not a file`,
+              );
+            }
+            entries.set(path, { ...target, path, mode: mode || target.mode, mtime });
+            break;
+          }
+          default:
+            throw invalid(
+              `archive entry ${JSON.stringify(header.name)} is a ${header.type}; checkpoints keep files, folders and symlinks`,
+            );
+        }
+      }
+    } catch (error) {
+      source.destroy();
+      parser.destroy();
+      await Promise.allSettled([...pending]);
+      // storing an object failed: a storage error, not a bad archive
+      if (error instanceof CheckpointStoreError || error === failure) throw error;
+      throw new CheckpointStoreError(
+        "INVALID_ARCHIVE",
+        `the home archive could not be read: ${describe(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    await Promise.allSettled([...pending]);
+    while (pending.size > 0) await Promise.allSettled([...pending]);
+    if (failure) throw failure;
+    for (const prefix of touchedPrefixes.keys()) await fsyncPath(prefix);
+
+    const sorted = [...entries.values()].sort((a, b) => comparePaths(a.path, b.path));
+    let sizeBytes = 0;
+    let fileCount = 0;
+    for (const entry of sorted) {
+      if (entry.type !== "file") continue;
+      sizeBytes += entry.size;
+      fileCount += 1;
+    }
+    const { id, createdAt } = newRevisionId();
+    const manifest: Manifest = {
+      version: 1,
+      id,
+      homeKey,
+      parentId,
+      reason,
+      createdAt: createdAt.toISOString(),
+      sizeBytes,
+      fileCount,
+      newBytes,
+      sha256: entriesSha256(sorted),
+      entries: sorted,
+    };
+    const manifestTemp = join(temp, "manifest.json");
+    const handle = await fs.open(manifestTemp, "wx");
+    try {
+      await handle.writeFile(JSON.stringify(manifest));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    const dir = revisionsDir(homeKey);
+    await makeDurableDir(dir);
+    await fs.rename(manifestTemp, manifestPath(homeKey, id));
+    await fsyncPath(dir);
+    return revisionInfo(manifest);
+  }
+
+  async function loadManifest(homeKey: string, id: string): Promise<Manifest> {
+    const path = manifestPath(homeKey, id);
+    let text: string;
+    try {
+      text = await fs.readFile(path, "utf8");
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") {
+        throw new CheckpointStoreError("NOT_FOUND", `home ${homeKey} has no checkpoint revision ${id}`);
+      }
+      throw error;
+    }
+    return parseManifest(text, `${homeKey}/${id}`);
+  }
+
+  async function manifestIds(homeKey: string): Promise<string[]> {
+    try {
+      const names = await fs.readdir(revisionsDir(homeKey));
+      return names.flatMap((name) => {
+        const match = MANIFEST_FILE.exec(name);
+        return match?.[1] ? [match[1]] : [];
+      });
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return [];
+      throw error;
+    }
+  }
+
+  async function list(homeKey: string): Promise<RevisionInfo[]> {
+    checkName("home key", homeKey);
+    const ids = await manifestIds(homeKey);
+    const infos: RevisionInfo[] = [];
+    for (const id of ids) {
+      try {
+        infos.push(revisionInfo(await loadManifest(homeKey, id)));
+      } catch (error) {
+        // removed meanwhile
+        if (error instanceof CheckpointStoreError && error.code === "NOT_FOUND") continue;
+        throw error;
+      }
+    }
+    return infos.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1));
+  }
+
+  async function read(homeKey: string, revisionId: string): Promise<ReadableStream<Uint8Array>> {
+    const manifest = await loadManifest(homeKey, revisionId);
+    for (const entry of manifest.entries) {
+      if (entry.type === "file" && !isSha256(entry.sha256))
+        throw new CheckpointStoreError("CORRUPT", "bad hash");
+    }
+    const archive = pack();
+    const produce = async () => {
+      for (const entry of manifest.entries) {
+        const name = entry.path === ROOT_PATH ? "./" : `./${entry.path}`;
+        const mtime = new Date(entry.mtime * 1000);
+        if (entry.type === "directory") {
+          await addEntry({
+            name: name.endsWith("/") ? name : `${name}/`,
+            type: "directory",
+            mode: entry.mode,
+            mtime,
+          });
+        } else if (entry.type === "symlink") {
+          await addEntry({ name, type: "symlink", mode: entry.mode, mtime, linkname: entry.target });
+        } else {
+          await addFile(entry, name, mtime);
+        }
+      }
+      archive.finalize();
+    };
+    const addEntry = (header: Partial<Header> & Pick<Header, "name">) =>
+      new Promise<void>((done, fail) => {
+        archive.entry(header, (error) => (error ? fail(error) : done()));
+      });
+    const addFile = async (entry: Extract<ManifestEntry, { type: "file" }>, name: string, mtime: Date) => {
+      const objectFile = objectPath(entry.sha256);
+      try {
+        await fs.access(objectFile);
+      } catch (error) {
+        throw new CheckpointStoreError(
+          "CORRUPT",
+          `content of ${entry.path} (${entry.sha256}) is missing from the store`,
+          {
+            cause: error,
+          },
+        );
+      }
+      let settle!: (error?: Error | null) => void;
+      const added = new Promise<void>((done, fail) => {
+        settle = (error) => (error ? fail(error) : done());
+      });
+      const sink = archive.entry({ name, type: "file", mode: entry.mode, mtime, size: entry.size }, (error) =>
+        settle(error),
+      );
+      const hash = createHash("sha256");
+      for await (const value of createReadStream(objectFile)) {
+        const chunk = value as Buffer;
+        hash.update(chunk);
+        if (!sink.write(chunk)) await new Promise<void>((drained) => sink.once("drain", () => drained()));
+      }
+      if (hash.digest("hex") !== entry.sha256) {
+        throw new CheckpointStoreError("CORRUPT", `content of ${entry.path} does not match its checksum`);
+      }
+      sink.end(null);
+      await added;
+    };
+    produce().catch((error: unknown) =>
+      archive.destroy(error instanceof Error ? error : new Error(String(error))),
+    );
+
+    const chunks = archive[Symbol.asyncIterator]();
+    return new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const next = await chunks.next();
+          if (next.done) {
+            controller.close();
+            return;
+          }
+          const chunk = next.value as Buffer;
+          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        } catch (error) {
+          controller.error(error);
+        }
+      },
+      cancel() {
+        archive.destroy(new Error("checkpoint read cancelled"));
+      },
+    });
+  }
+
+  async function remove(homeKey: string, revisionIds: string[]): Promise<void> {
+    const paths = revisionIds.map((id) => manifestPath(homeKey, id));
+    await storeLock.exclusive(async () => {
+      for (const path of paths) await fs.rm(path, { force: true });
+      if (paths.length > 0) await fsyncPath(revisionsDir(homeKey)).catch(() => undefined);
+      await sweep();
+    });
+  }
+
+  async function collectGarbage() {
+    return storeLock.exclusive(sweep);
+  }
+
+  /** Mark every object a manifest of any home names, then delete the rest (past the grace period). */
+  async function sweep(): Promise<{ removedObjects: number; removedBytes: number }> {
+    const marked = new Set<string>();
+    let homes: string[] = [];
+    try {
+      homes = await fs.readdir(homesDir);
+    } catch (error) {
+      if (errorCode(error) !== "ENOENT") throw error;
+    }
+    for (const home of homes) {
+      for (const id of await manifestIds(home)) {
+        let manifest: Manifest;
+        try {
+          manifest = await loadManifest(home, id);
+        } catch (error) {
+          if (error instanceof CheckpointStoreError && error.code === "NOT_FOUND") continue;
+          // an unreadable manifest might still need its objects: collect nothing rather than guess
+          throw error;
+        }
+        for (const entry of manifest.entries) if (entry.type === "file") marked.add(entry.sha256);
+      }
+    }
+    let removedObjects = 0;
+    let removedBytes = 0;
+    let prefixes: string[] = [];
+    try {
+      prefixes = await fs.readdir(objectsDir);
+    } catch (error) {
+      if (errorCode(error) !== "ENOENT") throw error;
+    }
+    const cutoff = Date.now() - gcGraceMs;
+    for (const prefix of prefixes) {
+      const dir = join(objectsDir, prefix);
+      const names = await fs.readdir(dir).catch(() => [] as string[]);
+      for (const name of names) {
+        if (!isSha256(name) || marked.has(name)) continue;
+        const path = join(dir, name);
+        const stat = await fs.stat(path).catch(() => null);
+        if (!stat || (gcGraceMs > 0 && stat.mtimeMs > cutoff)) continue;
+        await fs.rm(path, { force: true });
+        removedObjects += 1;
+        removedBytes += stat.size;
+      }
+    }
+    return { removedObjects, removedBytes };
+  }
+
+  return { rootDir: root, write, read, list, remove, collectGarbage };
+}
+
+function invalid(message: string): CheckpointStoreError {
+  return new CheckpointStoreError("INVALID_ARCHIVE", message);
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

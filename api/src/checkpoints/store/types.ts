@@ -1,0 +1,71 @@
+/** Why a revision was taken. */
+export type CheckpointReason =
+  | "session-success"
+  | "session-failure"
+  | "stop"
+  | "idle"
+  | "manual"
+  | "before-restore";
+
+export const CHECKPOINT_REASONS: readonly CheckpointReason[] = [
+  "session-success",
+  "session-failure",
+  "stop",
+  "idle",
+  "manual",
+  "before-restore",
+];
+
+/** One immutable revision of a home. */
+export interface RevisionInfo {
+  /** Sortable by time: a later revision of the same store has a greater id. */
+  id: string;
+  homeKey: string;
+  parentId: string | null;
+  reason: CheckpointReason;
+  /** Total bytes of file contents in the revision. */
+  sizeBytes: number;
+  /** Regular files in the revision (directories and symlinks not counted). */
+  fileCount: number;
+  /** sha256 (hex) of the revision's manifest: its canonical, sorted list of entries. */
+  sha256: string;
+  createdAt: Date;
+  /** Content bytes this revision actually added to the store (0 for an unchanged home). */
+  newBytes: number;
+}
+
+export interface WriteRevisionInput {
+  homeKey: string;
+  parentId: string | null;
+  reason: CheckpointReason;
+  /** The home as a tar stream, as a provider's exportHome gives it (paths relative to the home). */
+  tar: ReadableStream<Uint8Array>;
+}
+
+/**
+ * Where revisions of homes live. The filesystem store is the first; an object store can sit
+ * beside it behind the same interface.
+ */
+export interface CheckpointStore {
+  /** Reads a home as a tar stream and stores it as a new immutable revision. */
+  write(input: WriteRevisionInput): Promise<RevisionInfo>;
+  /** The revision as a tar stream: same paths, types, modes, contents and link targets. */
+  read(homeKey: string, revisionId: string): Promise<ReadableStream<Uint8Array>>;
+  /** The home's complete revisions, newest first. */
+  list(homeKey: string): Promise<RevisionInfo[]>;
+  /** Removes the revisions, then garbage-collects content no kept revision needs. */
+  remove(homeKey: string, revisionIds: string[]): Promise<void>;
+}
+
+export type CheckpointStoreErrorCode = "INVALID_ARCHIVE" | "INVALID_ARGUMENT" | "NOT_FOUND" | "CORRUPT";
+
+export class CheckpointStoreError extends Error {
+  constructor(
+    readonly code: CheckpointStoreErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = "CheckpointStoreError";
+  }
+}
