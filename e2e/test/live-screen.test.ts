@@ -142,7 +142,17 @@ for (const stack of STACKS) {
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
       const requested: string[] = [];
       page.on("request", (request) => requested.push(request.url()));
+      const pageErrors: string[] = [];
+      page.on("pageerror", (error) => pageErrors.push(error.message));
       await page.goto(`${novnc.origin}/`);
+      // the page's module (noVNC and its imports) may still be loading when "load" has fired
+      await page
+        .waitForFunction(
+          () => typeof (window as unknown as { openScreen?: unknown }).openScreen === "function",
+        )
+        .catch((error: Error) => {
+          throw new Error(`the noVNC page did not start: ${pageErrors.join("; ") || error.message}`);
+        });
       await page.evaluate(
         ({ url, protocol, token }) =>
           (window as unknown as { openScreen: (...args: unknown[]) => void }).openScreen(
