@@ -5,6 +5,7 @@ import { authHandlerRoutes } from "./auth/handler.ts";
 import { authenticate } from "./auth/principal.ts";
 import { accountRoutes } from "./auth/routes.ts";
 import { botRoutes } from "./bots/routes.ts";
+import { checkpointRoutes } from "./checkpoints/routes.ts";
 import { computerRoutes } from "./computers/routes.ts";
 import type { AppDeps } from "./context.ts";
 import { credentialRoutes } from "./credentials/routes.ts";
@@ -51,6 +52,7 @@ export function createApp(deps: AppDeps) {
   app.route("/", deploymentRoutes());
   app.route("/", botRoutes());
   app.route("/", computerRoutes());
+  app.route("/", checkpointRoutes());
   app.route("/", screenRoutes());
   app.route("/", sessionRoutes());
   app.route("/", proxyRoutes());

@@ -4,6 +4,7 @@ import type { WorkspaceRole } from "./access/roles.ts";
 import type { AuditLog } from "./audit/audit-log.ts";
 import type { CubicleAuth } from "./auth/auth.ts";
 import type { Principal } from "./auth/principal.ts";
+import type { Checkpoints } from "./checkpoints/checkpoints.ts";
 import type { ApiEnv } from "./config/env.ts";
 import type { CredentialCipher } from "./credentials/cipher.ts";
 import type { Logger } from "./observability/logger.ts";
@@ -20,6 +21,8 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   sandbox: Sandbox;
+  /** Revisions of computers' homes; also the lifecycle's hooks at start, stop and destroy. */
+  checkpoints: Checkpoints;
   /** Mints screen capabilities (and checks proxies' service tokens). */
   capabilities: CapabilityKeyring;
   /** The VNC password of a control lease's server (see screens/control-password.ts). */

@@ -8,6 +8,9 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { AuditLog } from "./audit/audit-log.ts";
 import { createAuth } from "./auth/auth.ts";
+import { Checkpoints } from "./checkpoints/checkpoints.ts";
+import { checkpointRetryJob } from "./checkpoints/retries.ts";
+import { createFileCheckpointStore } from "./checkpoints/store/index.ts";
 import { idleSuspensionJob } from "./computers/idle-suspension.ts";
 import type { ApiEnv } from "./config/env.ts";
 import { resolveSecrets } from "./config/secrets.ts";
@@ -53,6 +56,11 @@ export async function startApi(
   const audit = new AuditLog(database.db);
   const sandbox = new Sandbox(env, secrets.supervisorToken, database.db, logger);
   await sandbox.start();
+  const checkpoints = new Checkpoints(
+    { database, audit, logger, sandbox },
+    createFileCheckpointStore(env.checkpoints.dir),
+    { keepLast: env.checkpoints.keepLast, keepDailyForDays: env.checkpoints.keepDailyForDays },
+  );
   const stopping = new AbortController();
   // Every open lease stream (one per proxy replica) listens on it; that is not a leak.
   setMaxListeners(0, stopping.signal);
@@ -68,6 +76,7 @@ export async function startApi(
     logger,
     metrics: createMetrics(),
     sandbox,
+    checkpoints,
     capabilities: new CapabilityKeyring({
       current: secrets.screenCapabilityKey,
       previous: secrets.previousScreenCapabilityKeys,
@@ -91,6 +100,7 @@ export async function startApi(
     sessionExpiryJob(deps),
     idleSuspensionJob(deps),
     redemptionPruneJob(deps),
+    checkpointRetryJob(deps),
   ].map((job) => startPeriodicJob(deps, job));
 
   return {
@@ -101,6 +111,7 @@ export async function startApi(
       stopping.abort();
       await Promise.all(jobs.map((job) => job.stop()));
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await checkpoints.drain();
       await sandbox.shutdown();
       if (!options.database) await database.close();
     },

@@ -9,6 +9,7 @@ import {
   computerForBot,
   destroyComputer,
   ensureRunning,
+  type MachineCheckpoints,
   stopComputer,
   teamComputer,
   touchComputer,
@@ -27,6 +28,12 @@ import { buildWorld, type World } from "./support/world.ts";
 const ACTOR: AuditActor = { type: "system", id: null, label: "computers test" };
 const encode = (text: string) => new TextEncoder().encode(text);
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+/** The checkpoint service's lifecycle hooks, bound, so that a test can replace one. */
+const hooksOf = (checkpoints: MachineCheckpoints): MachineCheckpoints => ({
+  restoreFresh: (moment) => checkpoints.restoreFresh(moment),
+  afterStop: (moment) => checkpoints.afterStop(moment),
+  beforeDestroy: (moment) => checkpoints.beforeDestroy(moment),
+});
 const charter = { purpose: "tests computers", boundary: "stays in the test" };
 let seq = 0;
 const unique = (prefix: string) => `${prefix} ${++seq}`;
@@ -181,16 +188,19 @@ describe("with the fake provider", () => {
       expect((await audits("computer.started", computer.id))[0]?.data).toMatchObject({ from: "booting" });
     });
 
-    it("calls onFreshMachine for a new machine only, before anyone sees it running", async () => {
+    it("restores a new machine only, before anyone sees it running; a failed restore fails the start", async () => {
       const computer = await newComputer();
       const states: string[] = [];
-      const onFreshMachine = vi.fn(async ({ computer: c }: { computer: Computer }) => {
+      const restoreFresh = vi.fn(async ({ computer: c }: { computer: Computer }) => {
         states.push((await row(c.id)).state);
       });
-      const deps: ComputerDeps = { ...t.api.deps, onFreshMachine };
+      const deps: ComputerDeps = {
+        ...t.api.deps,
+        checkpoints: { ...hooksOf(t.api.deps.checkpoints), restoreFresh },
+      };
       const first = await ensureRunning(deps, computer, ACTOR);
-      expect(onFreshMachine).toHaveBeenCalledTimes(1);
-      expect(onFreshMachine.mock.calls[0]?.[0]).toMatchObject({
+      expect(restoreFresh).toHaveBeenCalledTimes(1);
+      expect(restoreFresh.mock.calls[0]?.[0]).toMatchObject({
         computer: { id: computer.id },
         machine: { ref: { providerRef: first.machine.ref.providerRef, homeKey: computer.home_key } },
         actor: ACTOR,
@@ -198,13 +208,15 @@ describe("with the fake provider", () => {
       expect(states).toEqual(["booting"]);
       await stopComputer(deps, first.computer, ACTOR, "idle");
       await ensureRunning(deps, first.computer, ACTOR);
-      expect(onFreshMachine).toHaveBeenCalledTimes(1);
+      expect(restoreFresh).toHaveBeenCalledTimes(1);
 
-      // A failing restore fails the start.
       const failing: ComputerDeps = {
         ...t.api.deps,
-        onFreshMachine: async () => {
-          throw new Error("restore failed");
+        checkpoints: {
+          ...hooksOf(t.api.deps.checkpoints),
+          restoreFresh: async () => {
+            throw new Error("restore failed");
+          },
         },
       };
       const other = await newComputer();

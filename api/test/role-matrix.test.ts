@@ -224,6 +224,28 @@ async function freshComputer(running: boolean) {
   return computerId;
 }
 
+/** A running Private computer with one checkpoint, taken by the owner. */
+async function checkpointedComputer() {
+  const id = await freshComputer(true);
+  const checkpoint = expectStatus(
+    await w.people.owner.post(ws(`/v1/workspaces/{workspaceId}/computers/${id}/checkpoints`)),
+    201,
+  ).json as { id: string };
+  const base = ws(`/v1/workspaces/{workspaceId}/computers/${id}/checkpoints/${checkpoint.id}`);
+  return { id, checkpointId: checkpoint.id, base };
+}
+const checkpointCount = async (id: string) =>
+  (await db().selectFrom("checkpoints").select("id").where("computer_id", "=", id).execute()).length;
+const computerAudits = async (id: string, action: string) =>
+  (
+    await db()
+      .selectFrom("audit_events")
+      .select("id")
+      .where("target_id", "=", id)
+      .where("action", "=", action)
+      .execute()
+  ).length;
+
 const settingsUpdatedAt = async () =>
   (await db().selectFrom("deployment_settings").select("updated_at").executeTakeFirstOrThrow()).updated_at;
 
@@ -1114,6 +1136,98 @@ const MATRIX: Row[] = [
         allowed: async () =>
           expect(await computerRow(id)).toMatchObject({ state: "stopped", provider_ref: null }),
         refused: async () => expect((await computerRow(id)).provider_ref).not.toBeNull(),
+      };
+    },
+  },
+
+  // Checkpoints
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => {
+      const { id, checkpointId } = await checkpointedComputer();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/computers/${id}/checkpoints`),
+        allowed: (r) => expect(r.json.items.map((item: { id: string }) => item.id)).toEqual([checkpointId]),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints",
+    expect: {
+      owner: 201,
+      admin: 201,
+      member: 201,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 201,
+    },
+    prepare: async () => {
+      const id = await freshComputer(true);
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/computers/${id}/checkpoints`),
+        allowed: async (r) => {
+          expect(r.json).toMatchObject({ computerId: id, reason: "manual" });
+          expect(await checkpointCount(id)).toBe(1);
+        },
+        refused: async () => expect(await checkpointCount(id)).toBe(0),
+      };
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints/{checkpointId}/restore",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const { id, base } = await checkpointedComputer();
+      return {
+        path: `${base}/restore`,
+        body: { into: "current" },
+        allowed: async () => expect(await computerAudits(id, "checkpoint.restored")).toBe(1),
+        refused: async () => expect(await computerAudits(id, "checkpoint.restored")).toBe(0),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints/{checkpointId}/archive",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: ROLE,
+    },
+    prepare: async () => {
+      const { id, base } = await checkpointedComputer();
+      return {
+        path: `${base}/archive`,
+        allowed: async (r) => {
+          expect(r.headers.get("content-type")).toBe("application/x-tar");
+          expect(await computerAudits(id, "checkpoint.downloaded")).toBe(1);
+        },
+        refused: async () => expect(await computerAudits(id, "checkpoint.downloaded")).toBe(0),
       };
     },
   },

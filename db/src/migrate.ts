@@ -3,12 +3,14 @@ import { type Migration, type MigrationResultSet, Migrator } from "kysely/migrat
 import * as accounts from "./migrations/0001_accounts.ts";
 import * as domain from "./migrations/0002_domain.ts";
 import * as screenCapabilities from "./migrations/0003_screen_capabilities.ts";
+import * as checkpoints from "./migrations/0004_checkpoints.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
   "0001_accounts": accounts,
   "0002_domain": domain,
   "0003_screen_capabilities": screenCapabilities,
+  "0004_checkpoints": checkpoints,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

@@ -76,6 +76,19 @@ export interface CheckpointsTable {
   size_bytes: number;
   file_count: number;
   sha256: string;
+  /** Content bytes this revision added to the store (0 for an unchanged home). */
+  new_bytes: ColumnType<number, number | undefined, never>;
+  created_at: CreatedAt;
+}
+
+/** A checkpoint that failed and is tried again later (at most one per computer). */
+export interface CheckpointRetriesTable {
+  computer_id: string;
+  workspace_id: string;
+  reason: CheckpointReason;
+  attempts: number;
+  last_error: string;
+  next_attempt_at: Timestamp;
   created_at: CreatedAt;
 }
 
@@ -152,6 +165,7 @@ export interface DomainTables {
   bots: BotsTable;
   computers: ComputersTable;
   checkpoints: CheckpointsTable;
+  checkpoint_retries: CheckpointRetriesTable;
   execution_leases: ExecutionLeasesTable;
   screen_leases: ScreenLeasesTable;
   control_leases: ControlLeasesTable;
@@ -166,5 +180,7 @@ export type AuditEvent = Selectable<AuditEventsTable>;
 export type NewAuditEvent = Insertable<AuditEventsTable>;
 export type Bot = Selectable<BotsTable>;
 export type Computer = Selectable<ComputersTable>;
+export type Checkpoint = Selectable<CheckpointsTable>;
+export type CheckpointRetry = Selectable<CheckpointRetriesTable>;
 export type ControlLease = Selectable<ControlLeasesTable>;
 export type ComputerUpdate = Updateable<ComputersTable>;

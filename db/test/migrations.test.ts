@@ -45,6 +45,7 @@ describe("migrations", () => {
         "bots",
         "computers",
         "checkpoints",
+        "checkpoint_retries",
         "execution_leases",
         "screen_leases",
         "control_leases",

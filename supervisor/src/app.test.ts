@@ -213,3 +213,27 @@ describe("request validation", () => {
     expect(errors).toHaveLength(1);
   });
 });
+
+describe("browsers", () => {
+  it.each([
+    ["settle", "settleBrowsers"],
+    ["close", "closeBrowsers"],
+  ])("POST /computers/:homeKey/browsers/%s asks the manager and answers 204", async (what, method) => {
+    const { request, manager } = setup();
+    const response = await request(`/computers/home-1/browsers/${what}`, { method: "POST" });
+    expect(response.status).toBe(204);
+    expect(manager.calls).toEqual([
+      { method, ref: { homeKey: "home-1", computerId: "computer-1", workspaceId: "workspace-1" } },
+    ]);
+
+    const anonymous = await request(`/computers/home-1/browsers/${what}`, {
+      method: "POST",
+      identity: false,
+    });
+    expect(anonymous.status).toBe(400);
+    expect(
+      (await request(`/computers/home-1/browsers/${what}`, { method: "POST", token: null })).status,
+    ).toBe(401);
+    expect(manager.calls).toHaveLength(1);
+  });
+});

@@ -5,6 +5,7 @@ import type { ContainerManager } from "./containers/manager.ts";
 import { problemResponse } from "./http/problem-response.ts";
 import { SupervisorProblem } from "./problems.ts";
 import { archiveRoutes } from "./routes/archive.ts";
+import { browserRoutes } from "./routes/browsers.ts";
 import { computerRoutes } from "./routes/computers.ts";
 import { execRoutes } from "./routes/exec.ts";
 import { fileRoutes } from "./routes/files.ts";
@@ -28,6 +29,7 @@ export function createApp({ token, manager, logError = console.error }: AppDeps)
   app.route("/", fileRoutes(manager));
   app.route("/", archiveRoutes(manager));
   app.route("/", screenRoutes(manager));
+  app.route("/", browserRoutes(manager));
   app.route("/", reconcileRoutes(manager));
 
   app.notFound((c) =>

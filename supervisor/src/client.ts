@@ -93,6 +93,10 @@ export interface SupervisorClient {
 
   exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>>;
   importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void>;
+  /** Waits (31 s when a browser runs) until the browsers have written what they keep in memory. */
+  settleBrowsers(ref: ComputerRef): Promise<void>;
+  /** Closes every browser gracefully and waits for them to exit; they are not restarted. */
+  closeBrowsers(ref: ComputerRef): Promise<void>;
 
   openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
   closeScreen(ref: ComputerRef, index: number): Promise<void>;
@@ -310,6 +314,9 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
         body: tar,
         headers: { "content-type": "application/x-tar" },
       }),
+
+    settleBrowsers: (ref) => empty({ method: "POST", path: computerPath(ref, "/browsers/settle"), ref }),
+    closeBrowsers: (ref) => empty({ method: "POST", path: computerPath(ref, "/browsers/close"), ref }),
 
     openScreen: (ref, index) =>
       json<ScreenInfo>({ method: "PUT", path: computerPath(ref, `/screens/${index}`), ref }),

@@ -106,6 +106,41 @@ async function tarNames(tar: Buffer): Promise<string[]> {
   return names;
 }
 
+/** One file's bytes from a tar, or null when the tar has no such file. */
+async function tarFile(tar: Buffer, name: string): Promise<Buffer | null> {
+  let found: Buffer | null = null;
+  const reader = extract();
+  reader.end(tar);
+  for await (const entry of reader) {
+    if (entry.header.name !== name) {
+      entry.resume();
+      continue;
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(Buffer.from(chunk as Uint8Array));
+    found = Buffer.concat(chunks);
+  }
+  return found;
+}
+
+/**
+ * What Chromium's profile says about how it last ended (`profile.exit_type` in Default/Preferences):
+ * "Crashed" from about 10 s after it starts (its preferences are written on a 10 s timer) until it
+ * shuts down cleanly, then "SessionEnded" (after SIGTERM) or "Normal" (quit by its user). A
+ * SIGKILLed Chromium leaves "Crashed".
+ */
+function exitType(preferences: Buffer | string | null): string | null {
+  if (preferences === null) return null;
+  try {
+    const parsed = JSON.parse(preferences.toString()) as { profile?: { exit_type?: string } };
+    return parsed.profile?.exit_type ?? null;
+  } catch {
+    return null; // being rewritten right now
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 // npm test starts the Docker engine and builds the image first (scripts/lib/docker-engine.mjs).
 describe("the supervisor on the real engine", () => {
   const docker = new Docker();
@@ -500,6 +535,64 @@ describe("the supervisor on the real engine", () => {
     const refused = await failure(client.status(wrong));
     expect([refused.status, refused.code]).toEqual([404, "COMPUTER_NOT_FOUND"]);
     expect((await failure(client.destroy(wrong))).code).toBe("COMPUTER_NOT_FOUND");
+  });
+
+  it("settles the browsers: waits at least 30 s while Chromium runs", LONG, async () => {
+    // screen 0's Chromium, started at boot
+    expect((await run(client, ref, "pgrep -x chromium")).stdout).toMatch(/\d/);
+    const started = Date.now();
+    await client.settleBrowsers(ref);
+    const took = Date.now() - started;
+    // Chromium writes cookies 30 s after the first unwritten change and cannot be asked to flush
+    expect(took).toBeGreaterThanOrEqual(30_000);
+    expect(took).toBeLessThan(60_000);
+  });
+
+  it("closes the browsers for good, and then settles at once", LONG, async () => {
+    await client.closeBrowsers(ref);
+    const left = async () => (await run(client, ref, "pgrep -a -x chromium || echo none")).stdout.trim();
+    expect(await left()).toBe("none");
+    expect((await run(client, ref, "ls /run/cubicle/screens/0")).stdout).not.toContain("browser.pid");
+    // the entry point's loop (every 2 s) restarts a screen's browser that died; this one was closed
+    await sleep(5_000);
+    expect(await left()).toBe("none");
+
+    const started = Date.now();
+    await client.closeBrowsers(ref);
+    await client.settleBrowsers(ref);
+    // nothing runs, so nothing to wait for (the wait would be 31 s)
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it("stops gracefully: Chromium writes its profile and exits cleanly", LONG, async () => {
+    // a browser as a bot starts one, detached from its command
+    const launched = await run(
+      client,
+      ref,
+      "DISPLAY=:1 setsid -f /opt/cubicle/browser about:blank </dev/null >/dev/null 2>&1",
+    );
+    expect(launched.code, launched.stderr).toBe(0);
+    // wait until the running Chromium has recorded itself as running ("Crashed" until a clean exit),
+    // so a kill would leave that on disk
+    const preferences = join(dataDir, "homes", ref.homeKey, ".browser-profiles/chromium/Default/Preferences");
+    const deadline = Date.now() + 90_000;
+    let before: string | null = null;
+    while (Date.now() < deadline) {
+      before = exitType(existsSync(preferences) ? readFileSync(preferences) : null);
+      if (before === "Crashed") break;
+      await sleep(500);
+    }
+    expect(before, "Chromium's running marker in Default/Preferences").toBe("Crashed");
+
+    await client.stop(ref);
+    expect((await client.status(ref)).status).toBe("stopped");
+    // read as a checkpoint would: the stopped computer's home through the archive API
+    const tar = await bytesOf(await client.exportHome(ref));
+    const after = exitType(await tarFile(tar, "./.browser-profiles/chromium/Default/Preferences"));
+    // SIGTERM makes Chromium end its session ("SessionEnded"); a SIGKILL would have left "Crashed"
+    expect(after).toMatch(/^(SessionEnded|Normal)$/);
+
+    await client.create(ref);
   });
 
   it("stops and resumes with the home intact", LONG, async () => {

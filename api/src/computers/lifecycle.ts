@@ -19,19 +19,30 @@ export type { AuditActor } from "../audit/audit-log.ts";
  */
 
 /**
- * Called after a provider made a new machine for a computer (a first start, a machine that went
- * missing, or a changed provider), before the computer is marked running and anyone uses it.
- * This is where the home will be restored from its latest checkpoint («Checkpoints» issue).
- * A failure fails the start: the computer goes to `error`.
+ * What checkpoints do at a machine's turning points (the «Checkpoints» service implements it;
+ * api/src/checkpoints/). Kept as a seam so that the lifecycle knows when, not how.
  */
-export type FreshMachineHook = (fresh: {
+export interface MachineCheckpoints {
+  /**
+   * A provider made a new machine (a first start, a machine that went missing, a changed
+   * provider): put the home back from `revisionId`, or from the latest revision, before the
+   * computer is marked running and anyone uses it. A failure fails the start (`error`).
+   */
+  restoreFresh(fresh: MachineMoment & { revisionId?: string }): Promise<void>;
+  /** The machine has just stopped (its browsers closed gracefully): record the home. Never throws. */
+  afterStop(stopped: MachineMoment & { reason: StopReason }): Promise<void>;
+  /** The stopped machine is about to be removed: record the home; a failure refuses the removal. */
+  beforeDestroy(doomed: MachineMoment): Promise<void>;
+}
+
+export interface MachineMoment {
   computer: Computer;
   machine: Machine;
   actor: AuditActor;
-}) => Promise<void>;
+}
 
 export type ComputerDeps = Pick<AppDeps, "database" | "sandbox" | "audit"> & {
-  onFreshMachine?: FreshMachineHook;
+  checkpoints?: MachineCheckpoints;
 };
 
 export type StopReason = "manual" | "idle";
@@ -110,12 +121,14 @@ const byScope = (db: Kysely<Database>, scopeKey: string) =>
  * Makes sure the computer's machine runs on the provider in effect now, and returns it. A record
  * that says running and a provider that agrees only get their activity touched. Otherwise the
  * provider provisions: it resumes the same machine when the stored providerRef still works for
- * the same provider kind, else makes a fresh one (then `onFreshMachine` runs).
+ * the same provider kind, else makes a fresh one, whose home is restored from the latest checkpoint
+ * (or `restoreRevisionId`).
  */
 export function ensureRunning(
   deps: ComputerDeps,
   computer: Computer,
   actor: AuditActor,
+  options: { restoreRevisionId?: string } = {},
 ): Promise<{ computer: Computer; machine: Machine }> {
   return lockOf(deps).run(computer.id, async () => {
     const db = deps.database.db;
@@ -133,8 +146,14 @@ export function ensureRunning(
       const ref = machineRefOf(row, provider);
       const provisioned = await provider.provision(ref);
       const machine: Machine = { provider, ref: { ...ref, providerRef: provisioned.providerRef } };
-      if (provisioned.fresh && deps.onFreshMachine)
-        await deps.onFreshMachine({ computer: row, machine, actor });
+      if (provisioned.fresh && deps.checkpoints) {
+        await deps.checkpoints.restoreFresh({
+          computer: row,
+          machine,
+          actor,
+          ...(options.restoreRevisionId ? { revisionId: options.restoreRevisionId } : {}),
+        });
+      }
       const started = await settle(
         deps,
         row.id,
@@ -158,8 +177,9 @@ export function ensureRunning(
 
 /**
  * Stops the machine (its home stays): `suspended` when stopped for idleness, `stopped` when
- * asked to. The machine is the record's, on the provider that made it, even if another provider
- * is in effect now. Stopping what is already stopped changes nothing and records nothing.
+ * asked to, then checkpoints the stopped machine's home. The machine is the record's, on the
+ * provider that made it, even if another provider is in effect now. Stopping what is already
+ * stopped changes nothing and records nothing.
  */
 export function stopComputer(
   deps: ComputerDeps,
@@ -177,10 +197,12 @@ export function stopComputer(
       async (current) => current.state === target && (await statusOfRecord(deps, current)) !== "running",
     );
     if (!row) return requireRow(db, computer.id);
-    const machine = recordMachine(deps, row);
+    const machine = machineOfRecord(deps, row);
     try {
-      if (machine && (await machine.provider.status(machine.ref)) === "running")
-        await machine.provider.stop(machine.ref);
+      const status = machine ? await machine.provider.status(machine.ref) : "missing";
+      if (machine && status === "running") await machine.provider.stop(machine.ref);
+      if (machine && status !== "missing")
+        await deps.checkpoints?.afterStop({ computer: row, machine, actor, reason });
       return await settle(deps, row.id, { state: target }, actor, "computer.stopped", {
         reason,
         providerKind: row.provider_kind,
@@ -194,13 +216,16 @@ export function stopComputer(
 }
 
 /**
- * Removes the machine and forgets its providerRef; the computer record stays, `stopped`. The home
- * is durable data and is not deleted: the next start makes a fresh machine on the same home.
+ * Removes the machine and forgets its providerRef; the computer record stays, `stopped`. The
+ * machine is stopped and its home checkpointed first (unless the caller just did), so the fresh
+ * machine of the next start is restored to exactly this home; if that checkpoint fails, nothing
+ * is removed: the machine stays (stopped) and the computer shows `error` until the next start.
  */
 export function destroyComputer(
   deps: ComputerDeps,
   computer: Computer,
   actor: AuditActor,
+  options: { checkpointed?: boolean } = {},
 ): Promise<Computer> {
   return lockOf(deps).run(computer.id, async () => {
     const db = deps.database.db;
@@ -211,8 +236,14 @@ export function destroyComputer(
       async (current) => current.provider_ref === null && current.state === "stopped",
     );
     if (!row) return requireRow(db, computer.id);
-    const machine = recordMachine(deps, row);
+    const machine = machineOfRecord(deps, row);
     try {
+      const status = machine ? await machine.provider.status(machine.ref) : "missing";
+      if (machine && status !== "missing" && !options.checkpointed && deps.checkpoints) {
+        if (status === "running") await machine.provider.stop(machine.ref);
+        // a failure lands below: the machine stays, the computer shows `error` with the reason
+        await deps.checkpoints.beforeDestroy({ computer: row, machine, actor });
+      }
       if (machine) await machine.provider.destroy(machine.ref);
       return await settle(
         deps,
@@ -370,8 +401,11 @@ function audited(
   );
 }
 
-/** The machine a record points at, on the provider kind that made it (stop and destroy go there). */
-function recordMachine(deps: ComputerDeps, computer: Computer): Machine | null {
+/**
+ * The machine a record points at, on the provider kind that made it (stop, destroy and
+ * checkpoints go there), or null when it has none.
+ */
+export function machineOfRecord(deps: ComputerDeps, computer: Computer): Machine | null {
   if (computer.provider_ref === null) return null;
   const kind = computer.provider_kind as ProviderKind;
   if (!PROVIDER_KINDS.includes(kind)) return null;
@@ -397,7 +431,7 @@ function recordMachine(deps: ComputerDeps, computer: Computer): Machine | null {
 }
 
 async function statusOfRecord(deps: ComputerDeps, computer: Computer) {
-  const machine = recordMachine(deps, computer);
+  const machine = machineOfRecord(deps, computer);
   return machine ? machine.provider.status(machine.ref) : "missing";
 }
 

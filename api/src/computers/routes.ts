@@ -61,7 +61,7 @@ const ComputerSchema = z
   })
   .openapi("Computer");
 
-const ComputerParams = WorkspaceIdParam.extend({
+export const ComputerParams = WorkspaceIdParam.extend({
   computerId: z
     .string()
     .min(1)
@@ -69,8 +69,8 @@ const ComputerParams = WorkspaceIdParam.extend({
     .openapi({ param: { name: "computerId", in: "path" } }),
 });
 
-const COMPUTERS = "/v1/workspaces/{workspaceId}/computers";
-const PROVIDER_PROBLEMS = {
+export const COMPUTERS = "/v1/workspaces/{workspaceId}/computers";
+export const PROVIDER_PROBLEMS = {
   409: { description: "Busy (COMPUTER_BUSY), or changing state elsewhere (COMPUTER_TRANSITIONING)" },
   501: { description: "The provider is not available in this version (NOT_AVAILABLE_YET)" },
   502: { description: "The provider failed (PROVIDER_FAILURE)" },
@@ -196,7 +196,7 @@ export function computerRoutes() {
     });
 }
 
-const computerOf = (c: Context<AppEnv>) =>
+export const computerOf = (c: Context<AppEnv>) =>
   requireComputer(c.var.deps.database.db, c.var.workspace.workspaceId, c.req.param("computerId") ?? "");
 
 async function idleComputer(c: Context<AppEnv>): Promise<Computer> {

@@ -36,6 +36,7 @@ describe("parseEnv defaults", () => {
       },
       sandbox: expect.objectContaining({ provider: "docker" }),
       sessions: { leaseMs: 60_000 },
+      checkpoints: { dir: path.resolve(".data", "checkpoints"), keepLast: 20, keepDailyForDays: 14 },
     });
   });
 
@@ -53,6 +54,22 @@ describe("parseEnv defaults", () => {
     expect(Object.isFrozen(env.trustedOrigins)).toBe(true);
     expect(Object.isFrozen(env.previousEncryptionKeys)).toBe(true);
     expect(Object.isFrozen(env.screens.previousCapabilityKeys)).toBe(true);
+  });
+});
+
+describe("checkpoint settings", () => {
+  it("keeps checkpoints under DATA_DIR unless CHECKPOINT_DIR says otherwise", () => {
+    expect(parseEnv({ DATA_DIR: "/srv/cubicle" }).checkpoints.dir).toBe("/srv/cubicle/checkpoints");
+    expect(parseEnv({ DATA_DIR: "/srv/cubicle", CHECKPOINT_DIR: "/backup/revisions" }).checkpoints.dir).toBe(
+      "/backup/revisions",
+    );
+  });
+
+  it("reads the retention policy and refuses one that would keep nothing", () => {
+    const env = parseEnv({ CHECKPOINT_KEEP_LAST: "5", CHECKPOINT_KEEP_DAILY_DAYS: "0" });
+    expect(env.checkpoints).toMatchObject({ keepLast: 5, keepDailyForDays: 0 });
+    expect(errorOf({ CHECKPOINT_KEEP_LAST: "0" }).message).toContain("CHECKPOINT_KEEP_LAST");
+    expect(errorOf({ CHECKPOINT_KEEP_DAILY_DAYS: "two" }).message).toContain("CHECKPOINT_KEEP_DAILY_DAYS");
   });
 });
 

@@ -27,6 +27,17 @@ export interface ApiEnv {
   readonly screens: ScreensEnv;
   readonly sandbox: SandboxEnv;
   readonly sessions: SessionsEnv;
+  readonly checkpoints: CheckpointsEnv;
+}
+
+/** Revisions of homes (DESIGN §2 «Checkpoint»). */
+export interface CheckpointsEnv {
+  /** Where the file checkpoint store keeps its objects and revisions. */
+  readonly dir: string;
+  /** Retention: the newest this many revisions of a home are always kept… */
+  readonly keepLast: number;
+  /** …and the newest revision of each of this many days. */
+  readonly keepDailyForDays: number;
 }
 
 /** Computer-use sessions of automations (execution leases, DESIGN §2). */
@@ -107,6 +118,18 @@ function positiveMilliseconds(fallback: number) {
       return z.NEVER;
     }
     return ms;
+  });
+}
+
+function wholeNumber(fallback: number, min: number, max: number) {
+  return optionalTrimmed.transform((v, ctx) => {
+    if (v === undefined) return fallback;
+    const n = /^\d+$/.test(v) ? Number(v) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      ctx.addIssue({ code: "custom", message: `must be a whole number from ${min} to ${max}` });
+      return z.NEVER;
+    }
+    return n;
   });
 }
 
@@ -222,6 +245,10 @@ const schema = z
       return z.NEVER;
     }),
     SANDBOX_SUPERVISOR_TOKEN: optionalTrimmed,
+    CHECKPOINT_DIR: optionalTrimmed,
+    // At least one revision is always kept: it is what a replacement machine is restored from.
+    CHECKPOINT_KEEP_LAST: wholeNumber(20, 1, 10_000),
+    CHECKPOINT_KEEP_DAILY_DAYS: wholeNumber(14, 0, 3_650),
     SANDBOX_IDLE_MS: positiveMilliseconds(600_000),
     SANDBOX_COMMAND_TIMEOUT_MS: positiveMilliseconds(300_000),
     E2B_API_KEY: optionalTrimmed,
@@ -294,6 +321,11 @@ const schema = z
         desktopAllowedRoots: Object.freeze(raw.DESKTOP_ALLOWED_ROOTS),
       }),
       sessions: Object.freeze({ leaseMs: raw.SESSION_LEASE_MS }),
+      checkpoints: Object.freeze({
+        dir: path.resolve(raw.DATA_DIR, raw.CHECKPOINT_DIR ?? "checkpoints"),
+        keepLast: raw.CHECKPOINT_KEEP_LAST,
+        keepDailyForDays: raw.CHECKPOINT_KEEP_DAILY_DAYS,
+      }),
     };
   });
 

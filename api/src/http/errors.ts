@@ -1,5 +1,6 @@
 import { APIError } from "better-auth/api";
 import { HTTPException } from "hono/http-exception";
+import { CheckpointStoreError } from "../checkpoints/store/index.ts";
 import { ProviderError } from "../providers/errors.ts";
 import { HttpProblem } from "./problem.ts";
 
@@ -10,6 +11,16 @@ import { HttpProblem } from "./problem.ts";
 export function toHttpProblem(error: unknown): HttpProblem | undefined {
   if (error instanceof HttpProblem) return error;
   if (error instanceof ProviderError) return new HttpProblem(error.status, error.code, error.message);
+  if (error instanceof CheckpointStoreError) {
+    // The archive came from the computer: one that breaks off is the provider's failure.
+    if (error.code === "INVALID_ARCHIVE")
+      return new HttpProblem(
+        502,
+        "CHECKPOINT_FAILED",
+        `The computer's home could not be read whole: ${error.message}`,
+      );
+    return new HttpProblem(500, "CHECKPOINT_UNREADABLE", `The checkpoint store failed: ${error.message}`);
+  }
   if (error instanceof APIError) {
     const status = error.statusCode as HttpProblem["status"];
     const code = typeof error.body?.code === "string" ? error.body.code : String(error.status);

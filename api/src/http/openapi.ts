@@ -6,6 +6,12 @@ export const jsonResponse = <T extends z.ZodType>(description: string, schema: T
   content: { "application/json": { schema } },
 });
 
+/** A response whose body is bytes (a file, an archive), not JSON. */
+export const binaryResponse = (description: string, type = "application/octet-stream") => ({
+  description,
+  content: { [type]: { schema: z.string().openapi({ format: "binary" }) } },
+});
+
 /** An id in the path, as every /v1 route names its objects. */
 export const pathParam = (name: string) =>
   z

@@ -73,6 +73,17 @@ export interface ProviderCapabilities {
   pty: boolean;
 }
 
+/**
+ * How long `settleBrowsers` waits while a Chromium runs: Chromium keeps cookies in memory and
+ * writes its Cookies database from a timer that fires 30 s after the first unwritten change (there
+ * is no flush to ask for), so 30 s plus a second's margin for the write itself. The Docker
+ * computer's `/opt/cubicle/browsers settle` waits the same (BROWSER_SETTLE_SECONDS in its lib.sh).
+ */
+export const BROWSER_SETTLE_MS = 31_000;
+
+/** How long a browser gets to write its profile and exit after SIGTERM before it is killed. */
+export const BROWSER_CLOSE_GRACE_MS = 10_000;
+
 /** VNC authentication uses at most 8 characters; control passwords are 1 to 8 printable ASCII ones. */
 export const CONTROL_PASSWORD = /^[\x21-\x7e]{1,8}$/;
 
@@ -128,6 +139,25 @@ export interface SandboxProvider {
   exportHome(ref: MachineRef): Promise<ReadableStream<Uint8Array>>;
   /** Replace the home's contents with the tar stream's. */
   importHome(ref: MachineRef, tar: ReadableStream<Uint8Array>): Promise<void>;
+
+  /**
+   * Waits until the browsers running on the machine have written out what they keep in memory,
+   * without stopping them (another bot may be mid-task in one): an `exportHome` after it holds
+   * every browser change (cookies included) made before the call. Chromium cannot be asked to
+   * flush, so while one runs this takes BROWSER_SETTLE_MS; with none running (or the machine
+   * stopped) it returns at once. Remote providers give the same guarantee through this contract.
+   * MACHINE_MISSING for an unknown machine.
+   */
+  settleBrowsers(ref: MachineRef): Promise<void>;
+  /**
+   * Closes every browser on the machine gracefully (SIGTERM, so Chromium writes its profile and
+   * exits; SIGKILL only after BROWSER_CLOSE_GRACE_MS) and waits until they have exited. They stay
+   * closed: nothing the machine runs restarts them (a bot may start a new one). Idempotent; with
+   * no browser running (or the machine stopped) it returns at once. Stopping a machine closes its
+   * browsers the same way first. Remote providers give the same guarantee through this contract.
+   * MACHINE_MISSING for an unknown machine.
+   */
+  closeBrowsers(ref: MachineRef): Promise<void>;
 
   observe(ref: MachineRef, screen: number): Promise<Observation>;
   act(ref: MachineRef, screen: number, actions: DesktopAction[]): Promise<ActResult>;

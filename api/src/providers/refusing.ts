@@ -26,6 +26,8 @@ export function createRefusingProvider(kind: ProviderKind, error: () => Provider
     deleteFile: async () => refuse(),
     exportHome: async () => refuse(),
     importHome: async () => refuse(),
+    settleBrowsers: async () => refuse(),
+    closeBrowsers: async () => refuse(),
     observe: async () => refuse(),
     act: async () => refuse(),
   };

@@ -1,3 +1,4 @@
+import { SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { AppDeps } from "../context.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
 import { expireDue } from "./leases.ts";
@@ -5,14 +6,20 @@ import { expireDue } from "./leases.ts";
 /**
  * Marks expired the sessions that stopped heartbeating and frees their screens, audited as
  * `session.expired`. Opening a session does the same for its bot and computer on the spot, so
- * this sweep only makes the record (and the screens shown as in use) timely.
+ * this sweep only makes the record (and the screens shown as in use) timely. An expired session
+ * ended as a failure: its computer is checkpointed like after any session.
  */
-export function sessionExpiryJob(deps: Pick<AppDeps, "database" | "audit">): PeriodicJob {
+export function sessionExpiryJob(deps: Pick<AppDeps, "database" | "audit" | "checkpoints">): PeriodicJob {
   return {
     name: "session-lease-expiry",
     everyMs: 1_000,
     async run() {
-      await expireDue(deps);
+      for (const lease of await expireDue(deps))
+        deps.checkpoints.afterSession({
+          computerId: lease.computer_id,
+          outcome: "failure",
+          actor: SYSTEM_ACTOR,
+        });
     },
   };
 }

@@ -235,9 +235,11 @@ export function sessionRoutes() {
       const session = await requireSession(db, c.var.workspace.workspaceId, botId, sessionId);
       if (!holds(c.var.principal, session) && !hasRole(c.var.workspace.role, "admin"))
         throw notHolder(session);
-      const ended = await endLease(deps, session.id, fence, outcome, actorOf(c.var.principal));
+      const actor = actorOf(c.var.principal);
+      const ended = await endLease(deps, session.id, fence, outcome, actor);
       if (!ended) throw await staleFence(db, session, fence);
       await touchComputer(db, session.computer_id);
+      deps.checkpoints.afterSession({ computerId: session.computer_id, outcome, actor });
       return c.json(sessionBody({ ...session, ...ended, effective_status: "ended" }), 200);
     })
     .openapi(listSessions, async (c) => {

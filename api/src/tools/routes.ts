@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import type { AppEnv } from "../context.ts";
-import { jsonResponse as json } from "../http/openapi.ts";
+import { binaryResponse, jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
 import { validateActions } from "../providers/actions.ts";
 import { MAX_ACTIONS_PER_BATCH } from "../providers/contract.ts";
@@ -70,11 +70,6 @@ const StartedSchema = z
   .object({ screen: z.number().int(), display: z.string().nullable() })
   .openapi("AppStarted");
 
-const binary = (description: string, type = "application/octet-stream") => ({
-  description,
-  content: { [type]: { schema: z.string().openapi({ format: "binary" }) } },
-});
-
 const GRAPHICAL_409 = {
   description:
     "The session has no screen (`MULTI_SCREEN_UNAVAILABLE`), the computer has none (`GRAPHICAL_UNAVAILABLE`), " +
@@ -98,7 +93,7 @@ const observe = defineRoute(MEMBER, {
   request: { params: SessionParams, headers: FenceHeaders },
   responses: {
     200: {
-      ...binary("The screenshot", "image/png"),
+      ...binaryResponse("The screenshot", "image/png"),
       headers: z.object({
         "X-Width": z.string(),
         "X-Height": z.string(),
@@ -307,7 +302,11 @@ const readFile = defineRoute(MEMBER, {
       `\`FILE_TOO_LARGE\`; download its folder as an archive instead). ${PATHS_DESCRIPTION}`,
   ),
   request: { params: SessionParams, headers: FenceHeaders, query: PathQuery(true) },
-  responses: { 200: binary("The file"), 409: STALE_409, 413: { description: "The file is too large" } },
+  responses: {
+    200: binaryResponse("The file"),
+    409: STALE_409,
+    413: { description: "The file is too large" },
+  },
 });
 
 const writeFile = defineRoute(MEMBER, {
@@ -344,7 +343,7 @@ const downloadFolder = defineRoute(MEMBER, {
   summary: "Download a folder as a tar archive",
   description: describe(`Names in the archive are relative to the folder. ${PATHS_DESCRIPTION}`),
   request: { params: SessionParams, headers: FenceHeaders, query: PathQuery(false) },
-  responses: { 200: binary("The folder", "application/x-tar"), 409: STALE_409 },
+  responses: { 200: binaryResponse("The folder", "application/x-tar"), 409: STALE_409 },
 });
 
 const uploadFolder = defineRoute(MEMBER, {

@@ -1,6 +1,7 @@
 import { holdVncConnection, vncAccepts, vncAnswers, vncMovePointer } from "@cubicle/supervisor/testing/vnc";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  BROWSER_SETTLE_MS,
   type DesktopAction,
   EXIT_ABORTED,
   EXIT_TIMED_OUT,
@@ -583,6 +584,45 @@ export function conformanceSuite(name: string, make: MakeProvider): void {
           expect(next.providerRef).not.toBe(ref.providerRef);
 
           expect(await p.status(testRef(ref.homeKey, "no-such-machine-0000"))).toBe("missing");
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("browsers", () => {
+      it(
+        "closes and settles at once when no browser runs, idempotently, running or stopped",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          // a graphical computer may start a browser by itself (Docker: screen 0's, at boot)
+          await p.closeBrowsers(ref);
+          const started = Date.now();
+          await p.closeBrowsers(ref);
+          await p.settleBrowsers(ref);
+          // no browser runs, so there is nothing to wait for; with one, settling takes 31 s
+          expect(Date.now() - started, "settling with no browser running").toBeLessThan(
+            BROWSER_SETTLE_MS / 2,
+          );
+          const ran = await collectRun(p, ref, { command: "echo still here", timeoutMs: 5_000 });
+          expect(ran.stdout, "the machine keeps running").toBe("still here\n");
+
+          await p.stop(ref);
+          await p.settleBrowsers(ref);
+          await p.closeBrowsers(ref);
+          expect(await p.status(ref)).toBe("stopped");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "refuses an unknown machine with MACHINE_MISSING",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const unknown = testRef(ref.homeKey, "no-such-machine-0000");
+          await expectProviderError(p.settleBrowsers(unknown), "MACHINE_MISSING");
+          await expectProviderError(p.closeBrowsers(unknown), "MACHINE_MISSING");
         },
         CASE_TIMEOUT_MS,
       );

@@ -82,7 +82,30 @@ export class TestClient {
     private readonly responses: string[],
   ) {}
 
-  async request(method: string, path: string, options: RequestOptions = {}): Promise<RawResponse> {
+  /** The same person (cookie jar) calling another replica of the deployment. */
+  at(baseUrl: string): TestClient {
+    const other = new TestClient(baseUrl, this.responses);
+    other.cookies = this.cookies;
+    other.userId = this.userId;
+    other.email = this.email;
+    return other;
+  }
+
+  /** Bytes both ways: the body is sent as it is and the response comes back unread (archives). */
+  fetch(
+    method: string,
+    path: string,
+    init: { body?: Uint8Array; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
+    const headers = this.headers({ ...(init.headers ? { headers: init.headers } : {}) });
+    return fetch(this.baseUrl + path, {
+      method,
+      headers,
+      ...(init.body ? { body: init.body as BodyInit } : {}),
+    });
+  }
+
+  private headers(options: RequestOptions): Headers {
     const headers = new Headers(options.headers);
     if (options.body !== undefined && !headers.has("content-type"))
       headers.set("content-type", "application/json");
@@ -91,6 +114,11 @@ export class TestClient {
       headers.set("cookie", [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; "));
       if (!headers.has("origin")) headers.set("origin", TRUSTED_ORIGIN);
     }
+    return headers;
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<RawResponse> {
+    const headers = this.headers(options);
     const response = await fetch(this.baseUrl + path, {
       method,
       headers,

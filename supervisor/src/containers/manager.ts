@@ -70,6 +70,20 @@ export interface ContainerManager {
   /** Replaces the home's contents with the tar's; on failure the old contents stay. */
   importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void>;
 
+  /**
+   * Waits until the browsers running in the computer have written out what they keep in memory
+   * (Chromium writes cookies up to 30 s late), without stopping them; returns at once when none
+   * runs or the computer is stopped. An `exportHome` afterwards holds every browser change made
+   * before the call.
+   */
+  settleBrowsers(ref: ComputerRef): Promise<void>;
+  /**
+   * Closes every browser in the computer gracefully (SIGTERM, so Chromium writes its profile;
+   * SIGKILL only after 10 s) and waits for them to exit; the screens' browsers are not restarted.
+   * Idempotent; returns at once when none runs or the computer is stopped.
+   */
+  closeBrowsers(ref: ComputerRef): Promise<void>;
+
   /** Starts the screen when needed; its view password stays the same while it runs. */
   openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
   closeScreen(ref: ComputerRef, index: number): Promise<void>;

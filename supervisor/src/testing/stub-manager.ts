@@ -48,6 +48,12 @@ export function stubManager(): ContainerManager & { calls: StubCall[] } {
     deleteFile: unused("deleteFile"),
     exportHome: unused("exportHome"),
     importHome: unused("importHome"),
+    settleBrowsers: async (ref) => {
+      calls.push({ method: "settleBrowsers", ref });
+    },
+    closeBrowsers: async (ref) => {
+      calls.push({ method: "closeBrowsers", ref });
+    },
     openScreen: async (ref, index) => {
       calls.push({ method: "openScreen", ref, args: [index] });
       return { index, display: `:${index + 1}`, viewPort: 40_000 + index, viewPassword: "password" };

@@ -18,6 +18,7 @@ import {
   revisionInfo,
 } from "./manifest.ts";
 import {
+  CHECKPOINT_REASONS,
   type CheckpointStore,
   CheckpointStoreError,
   type RevisionInfo,
@@ -164,9 +165,7 @@ export function createFileCheckpointStore(
     const homeKey = checkName("home key", input.homeKey);
     const parentId = input.parentId === null ? null : checkName("parent id", input.parentId);
     const reason = input.reason;
-    if (
-      !["session-success", "session-failure", "stop", "idle", "manual", "before-restore"].includes(reason)
-    ) {
+    if (!CHECKPOINT_REASONS.includes(reason)) {
       throw new CheckpointStoreError(
         "INVALID_ARGUMENT",
         `unknown checkpoint reason ${JSON.stringify(reason)}`,

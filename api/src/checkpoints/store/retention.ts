@@ -21,11 +21,11 @@ function utcDay(at: Date): number {
  * plus the newest revision of each of the last `keepDailyForDays` UTC days (today counting as one).
  * Revisions dated in the future are kept: a clock that stepped back is no reason to delete.
  */
-export function selectForRemoval(
-  revisions: readonly RevisionInfo[],
+export function selectForRemoval<R extends Pick<RevisionInfo, "id" | "createdAt">>(
+  revisions: readonly R[],
   policy: RetentionPolicy = DEFAULT_RETENTION,
   now: Date = new Date(),
-): RevisionInfo[] {
+): R[] {
   const newestFirst = [...revisions].sort(
     (a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0),
   );

@@ -1,20 +1,7 @@
-/** Why a revision was taken. */
-export type CheckpointReason =
-  | "session-success"
-  | "session-failure"
-  | "stop"
-  | "idle"
-  | "manual"
-  | "before-restore";
+import type { CheckpointReason } from "@cubicle/db";
 
-export const CHECKPOINT_REASONS: readonly CheckpointReason[] = [
-  "session-success",
-  "session-failure",
-  "stop",
-  "idle",
-  "manual",
-  "before-restore",
-];
+// Why a revision was taken: the domain's vocabulary, owned by the database schema.
+export { CHECKPOINT_REASONS, type CheckpointReason } from "@cubicle/db";
 
 /** One immutable revision of a home. */
 export interface RevisionInfo {

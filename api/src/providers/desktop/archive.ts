@@ -52,6 +52,15 @@ export function exportHome(machine: Machine, tar: string, faults?: FaultPlan): R
   const stdout = child.stdout;
   if (!stdout) throw new ProviderError("PROVIDER_FAILURE", "tar has no output pipe");
   const chunks = stdout[Symbol.asyncIterator]();
+  // Reading starts now, one chunk ahead of the consumer: Node discards a child's unread output
+  // when it exits, so a small home whose tar finished before the first pull would come out empty.
+  const readAhead = () => {
+    const next = chunks.next();
+    // awaited by the next pull; until then a failure must not count as unhandled
+    next.catch(() => undefined);
+    return next;
+  };
+  let ahead = readAhead();
   let broken = false;
   return new ReadableStream<Uint8Array>(
     {
@@ -62,8 +71,9 @@ export function exportHome(machine: Machine, tar: string, faults?: FaultPlan): R
           return;
         }
         try {
-          const next = await chunks.next();
+          const next = await ahead;
           if (!next.done) {
+            ahead = readAhead();
             const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(String(next.value));
             controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
             // the injected break: the archiver dies mid-stream, as a crashed or OOM-killed one would

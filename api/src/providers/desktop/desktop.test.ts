@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
@@ -7,7 +8,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CommandEvent, CommandRequest, MachineRef } from "../contract.ts";
 import { ProviderError } from "../errors.ts";
+import { browsersIn } from "./browsers.ts";
 import { createDesktopProvider, type DesktopProvider } from "./index.ts";
+import { findOnPath, SAFE_PATH } from "./processes.ts";
 
 /**
  * Desktop-only promises the shared suites (api/test/providers/) cannot see from outside: what a
@@ -67,6 +70,40 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** `profile.exit_type` in a Chromium profile's Default/Preferences, once it can be read. */
+function exitType(profile: string): string | null {
+  try {
+    const preferences = JSON.parse(readFileSync(join(profile, "Default", "Preferences"), "utf8"));
+    return preferences?.profile?.exit_type ?? null;
+  } catch {
+    return null; // not written yet, or being rewritten
+  }
+}
+
+async function eventually(probe: () => boolean, withinMs: number): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (!probe()) {
+    if (Date.now() > deadline) return false;
+    await sleep(200);
+  }
+  return true;
+}
+
+const CHROMIUM = findOnPath("chromium", SAFE_PATH);
+// headless, and without the sandbox, which needs user namespaces a test host (or root) may not have
+const CHROMIUM_FLAGS =
+  "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run about:blank";
+
+/** Exited: no such process, or a zombie waiting to be reaped (whoever its parent is now). */
+function exited(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2));
+  } catch {
+    return true;
   }
 }
 
@@ -277,6 +314,61 @@ describe("desktop provider", () => {
       await bare.shutdown();
     }
   });
+
+  it.skipIf(CHROMIUM === null)(
+    "closes the Chromium whose profile is in the home gracefully, on request and on stop, and no other",
+    async () => {
+      const ref = await fresh();
+      const home = join(await realpath(homesDir), ref.homeKey);
+      const profile = join(home, ".browser-profiles", "chromium");
+      const outsideProfile = await mkdtemp(join(tmpdir(), "cubicle-other-profile-"));
+      // another computer's (or the host's) browser: not this machine's to close
+      const outsider = spawn(
+        CHROMIUM as string,
+        [`--user-data-dir=${outsideProfile}`, ...CHROMIUM_FLAGS.split(" ")],
+        {
+          detached: true,
+          stdio: "ignore",
+        },
+      );
+      const launch = `setsid -f chromium --user-data-dir="$HOME/.browser-profiles/chromium" ${CHROMIUM_FLAGS} </dev/null >/dev/null 2>&1`;
+      try {
+        // started by a bot, detached from its command
+        expect((await collect(ref, { command: launch, timeoutMs: 10_000 })).exit.code).toBe(0);
+        expect(await eventually(() => browsersIn(home).length === 1, 15_000), "the browser is found").toBe(
+          true,
+        );
+        const [pid] = browsersIn(home);
+        expect(pid).not.toBe(outsider.pid);
+        // Chromium marks its profile "Crashed" while it runs (written about 10 s after it starts)
+        expect(await eventually(() => exitType(profile) === "Crashed", 30_000)).toBe(true);
+
+        await provider.closeBrowsers(ref);
+        expect(exited(pid as number), "the browser has exited").toBe(true);
+        expect(browsersIn(home)).toEqual([]);
+        // SIGTERM: Chromium ended its session and wrote its profile; a SIGKILL would leave "Crashed"
+        expect(exitType(profile)).toBe("SessionEnded");
+        expect(outsider.pid !== undefined && alive(outsider.pid), "the other browser still runs").toBe(true);
+        const again = Date.now();
+        await provider.closeBrowsers(ref);
+        await provider.settleBrowsers(ref);
+        expect(Date.now() - again, "nothing to close or wait for").toBeLessThan(5_000);
+
+        // stopping the machine closes its browsers too
+        expect((await collect(ref, { command: launch, timeoutMs: 10_000 })).exit.code).toBe(0);
+        expect(await eventually(() => browsersIn(home).length === 1, 15_000)).toBe(true);
+        await provider.stop(ref);
+        expect(browsersIn(home)).toEqual([]);
+        expect(outsider.pid !== undefined && alive(outsider.pid)).toBe(true);
+      } finally {
+        for (const pid of [...browsersIn(home), outsider.pid ?? 0]) {
+          if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
+        }
+        await rm(outsideProfile, { recursive: true, force: true });
+      }
+    },
+    90_000,
+  );
 
   it("keeps a home private and its parents out of reach", async () => {
     const ref = await fresh();

@@ -14,6 +14,7 @@ import { checkControlPassword } from "../control-password.ts";
 import { ProviderError } from "../errors.ts";
 import type { FaultPlan } from "../faults.ts";
 import { exportHome, importHome } from "./archive.ts";
+import { closeBrowsers, settleBrowsers } from "./browsers.ts";
 import { runCommand } from "./commands.ts";
 import { deleteFile, listFiles, readFile, writeFile } from "./files.ts";
 import { HOME_KEY, type Machine, MachineRegistry } from "./machines.ts";
@@ -83,6 +84,9 @@ export function createDesktopProvider(options: DesktopProviderOptions): DesktopP
   async function stopMachine(machine: Machine): Promise<void> {
     machine.running = false;
     machine.generation++;
+    // first, while their screens are still up: a browser killed outright (or one whose X server
+    // went away) loses what it had not written yet, cookies included
+    await closeBrowsers(machine.files.home);
     const groups = [...machine.groups];
     machine.groups.clear();
     await Promise.all([screens.stopAll(machine), ...groups.map((child) => killCommandGroup(child))]);
@@ -175,6 +179,9 @@ export function createDesktopProvider(options: DesktopProviderOptions): DesktopP
 
     exportHome: async (ref) => exportHome(registry.require(ref), tools.tar, options.faults),
     importHome: async (ref, tar) => importHome(registry.require(ref), tools.tar, tar, options.faults),
+
+    settleBrowsers: async (ref) => settleBrowsers(registry.require(ref).files.home),
+    closeBrowsers: async (ref) => closeBrowsers(registry.require(ref).files.home),
 
     async observe(ref, screen): Promise<Observation> {
       requireGraphical();

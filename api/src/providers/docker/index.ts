@@ -165,6 +165,17 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
       await translated(() => supervisor.importHome(computer(ref), body));
     },
 
+    // the supervisor returns at once for a stopped computer (it runs no browser)
+    async settleBrowsers(ref) {
+      await requireMachine(ref);
+      await translated(() => supervisor.settleBrowsers(computer(ref)));
+    },
+
+    async closeBrowsers(ref) {
+      await requireMachine(ref);
+      await translated(() => supervisor.closeBrowsers(computer(ref)));
+    },
+
     async observe(ref, screen) {
       requireScreen(screen);
       await requireMachine(ref, { running: true });

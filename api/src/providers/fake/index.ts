@@ -238,6 +238,15 @@ export function createFakeProvider(options: FakeProviderOptions): SandboxProvide
       home.replaceRoot(root);
     },
 
+    // The fake runs no browsers: there is nothing to wait for or to close.
+    async settleBrowsers(ref: MachineRef): Promise<void> {
+      existing(ref);
+    },
+
+    async closeBrowsers(ref: MachineRef): Promise<void> {
+      existing(ref);
+    },
+
     async observe(ref: MachineRef, screen: number): Promise<Observation> {
       return screenOf(running(ref), screen).observe();
     },

@@ -75,3 +75,111 @@ start_view() {
 start_browser() {
   spawn "$SCREEN_DIR/browser.pid" "$SCREEN_DIR/browser.log" env DISPLAY=":$DISPLAY_NUM" /opt/cubicle/browser
 }
+
+# Browsers. Chromium keeps cookies in memory and writes its Cookies database from a timer that
+# fires 30 s after the first change since the last write (there is no flush to ask for); other
+# profile files (Preferences, Local State) are written on shorter timers. A browser killed with
+# SIGKILL loses whatever it had not written yet; SIGTERM makes it write everything and exit.
+#
+# BROWSER_SETTLE_SECONDS: Chromium's 30 s cookie commit interval plus a second for the write itself,
+# so everything a running browser changed before settle_browsers was called is on disk after it.
+BROWSER_SETTLE_SECONDS=31
+# BROWSER_CLOSE_GRACE: how long a browser gets to write its profile and exit after SIGTERM (Chromium
+# takes well under a second) before it is killed.
+BROWSER_CLOSE_GRACE=10
+# Process names of Chromium builds: Debian's, Google's and the headless shell.
+BROWSER_NAMES='chromium chrome headless_shell'
+# Held while a screen's browser is restarted or forgotten, so a close cannot race a restart.
+BROWSERS_LOCK=$RUN_DIR/locks/browsers
+
+# running <pid>: the process exists and is not a zombie (one waiting to be reaped has exited).
+running() {
+  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  case $state in Z* | "") return 1 ;; esac
+}
+
+# chromium_pids: every Chromium process of this user, helpers included. (pgrep takes one name at a
+# time: it refuses patterns longer than a process name can be.)
+chromium_pids() {
+  for name in $BROWSER_NAMES; do pgrep -u "$(id -u)" -x "$name"; done
+}
+
+# browser_pids: the browser processes of this user's Chromium, on any screen or none (bots also
+# start /opt/cubicle/browser themselves, detached). Helper processes (`--type=renderer`, GPU,
+# zygotes) are left out: they go with their browser. (Helpers rewrite their command line into one
+# space-separated string, so `--type=` is looked for as a word, not as an argument.)
+browser_pids() {
+  for pid in $(chromium_pids); do
+    args=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
+    case " $args" in
+      " ") ;;          # a zombie: it has exited already
+      *" --type="*) ;; # a helper
+      *) echo "$pid" ;;
+    esac
+  done
+}
+
+# with_browsers_lock <command...>: runs the command holding BROWSERS_LOCK (its descriptor closed in
+# the command, or a browser it starts would hold the lock for ever).
+with_browsers_lock() {
+  mkdir -p "${BROWSERS_LOCK%/*}"
+  (
+    flock -w 60 9 || { echo "the browsers lock is busy" >&2; exit 3; }
+    "$@" 9>&-
+  ) 9>"$BROWSERS_LOCK"
+}
+
+# restart_browser: the entry point's loop calls this when the screen's browser has died; it starts
+# it again unless close_browsers took the browser off the screen meanwhile.
+restart_browser() {
+  [ -e "$SCREEN_DIR/browser.pid" ] && ! alive "$SCREEN_DIR/browser.pid" || return 0
+  echo "screen $SCREEN: browser died; restarting it" >&2
+  start_browser
+}
+
+forget_screen_browsers() {
+  rm -f "$RUN_DIR"/screens/*/browser.pid
+}
+
+# settle_browsers: waits until every running browser has written out what it kept in memory, without
+# stopping any (another bot may be using one); returns at once when none runs.
+settle_browsers() {
+  [ -n "$(browser_pids)" ] || return 0
+  sleep "$BROWSER_SETTLE_SECONDS"
+}
+
+# close_browsers: closes every browser of this user and waits until they have exited: SIGTERM, so
+# Chromium writes its profile (cookies included) and exits; SIGKILL only after BROWSER_CLOSE_GRACE.
+# The screens' browsers are forgotten first (their pid files removed), so the entry point's loop
+# does not start them again. Idempotent; returns at once when no browser runs.
+close_browsers() {
+  with_browsers_lock forget_screen_browsers || return 1
+  pids=$(browser_pids)
+  [ -n "$pids" ] || return 0
+  kill -TERM $pids 2>/dev/null
+  if ! wait_gone $((BROWSER_CLOSE_GRACE * 10)) $pids; then
+    echo "browsers still running ${BROWSER_CLOSE_GRACE} s after SIGTERM (pids$left); killing them" >&2
+    kill -KILL $left 2>/dev/null
+    kill -KILL $(chromium_pids) 2>/dev/null # their helpers too
+    wait_gone 50 $pids || { echo "browsers did not exit (pids$left)" >&2; return 1; }
+  fi
+  # the helpers follow their browser within moments
+  for _ in $(seq 30); do
+    [ -n "$(chromium_pids)" ] || return 0
+    sleep 0.1
+  done
+}
+
+# wait_gone <tenths of a second> <pid...>: waits until none of the processes runs; false (with the
+# ones left in $left) when time runs out.
+wait_gone() {
+  tries=$1
+  shift
+  for _ in $(seq "$tries"); do
+    left=
+    for pid in "$@"; do running "$pid" && left="$left $pid"; done
+    [ -n "$left" ] || return 0
+    sleep 0.1
+  done
+  return 1
+}

@@ -30,11 +30,22 @@ import {
   waitUntilReady,
 } from "./computers.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
+import { checkedExec } from "./exec.ts";
 import { deletePath, resolveCwd, resolveForRead } from "./files.ts";
 import { ensureHostFirewall, hostFirewallActive } from "./host-firewall.ts";
 import { bridgeOf, ensureNetwork } from "./network.ts";
 import * as screens from "./screens.ts";
 import { containerName, containerSpec, hostPorts, LABEL } from "./spec.ts";
+
+/**
+ * How long `docker stop` waits before SIGKILL. The entry point closes the browsers on SIGTERM
+ * (`close_browsers` in the image's lib.sh: up to 10 s before it kills one), so that Chromium writes
+ * its profile, cookies included, instead of losing what it had not written yet.
+ */
+const STOP_TIMEOUT_SECONDS = 20;
+
+/** `/opt/cubicle/browsers settle` waits 31 s; close can take 10 s and more under load. */
+const BROWSERS_TIMEOUT_MS = 90_000;
 
 function assertScreen(index: number): void {
   if (!Number.isInteger(index) || index < 0 || index >= MAX_SCREENS) {
@@ -228,7 +239,7 @@ export class DockerContainerManager implements ContainerManager {
       const { container, info } = await findComputer(this.docker, ref);
       if (!info.State.Running && !info.State.Paused) return;
       try {
-        await container.stop({ t: 10 });
+        await container.stop({ t: STOP_TIMEOUT_SECONDS });
       } catch (error) {
         // 304: already stopped
         if (dockerStatus(error) !== 304)
@@ -305,6 +316,33 @@ export class DockerContainerManager implements ContainerManager {
   async importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void> {
     const { container } = await runningComputer(this.docker, ref);
     await archive.importHome(container, tar);
+  }
+
+  settleBrowsers(ref: ComputerRef): Promise<void> {
+    return this.browsers(ref, "settle");
+  }
+
+  closeBrowsers(ref: ComputerRef): Promise<void> {
+    return this.browsers(ref, "close");
+  }
+
+  /** `/opt/cubicle/browsers settle|close` in the computer; a stopped computer runs no browser. */
+  private async browsers(ref: ComputerRef, what: "settle" | "close"): Promise<void> {
+    const { container, info } = await findComputer(this.docker, ref);
+    if (!isRunning(info)) return;
+    try {
+      await checkedExec(
+        container,
+        what === "settle" ? "settling the browsers" : "closing the browsers",
+        ["/opt/cubicle/browsers", what],
+        { timeoutMs: BROWSERS_TIMEOUT_MS },
+      );
+    } catch (error) {
+      // stopped meanwhile: the entry point closed the browsers on its way out
+      const after = await inspectByHomeKey(this.docker, ref.homeKey).catch(() => null);
+      if (after && !isRunning(after.info)) return;
+      throw error;
+    }
   }
 
   private async screenComputer(ref: ComputerRef, index: number) {

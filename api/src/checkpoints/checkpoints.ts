@@ -1,0 +1,351 @@
+import type { Checkpoint, CheckpointReason, Computer, Database } from "@cubicle/db";
+import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
+import type { Kysely } from "kysely";
+import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import {
+  type ComputerDeps,
+  destroyComputer,
+  ensureRunning,
+  type MachineCheckpoints,
+  type MachineMoment,
+  machineOfRecord,
+  type StopReason,
+} from "../computers/lifecycle.ts";
+import { computerBusy } from "../computers/occupancy.ts";
+import type { AppDeps } from "../context.ts";
+import { HttpProblem } from "../http/problem.ts";
+import { ProviderError } from "../providers/errors.ts";
+import { clearRetry, scheduleRetry } from "./retries.ts";
+import {
+  type CheckpointStore,
+  CheckpointStoreError,
+  type RetentionPolicy,
+  selectForRemoval,
+} from "./store/index.ts";
+
+export type CheckpointsDeps = Pick<AppDeps, "database" | "audit" | "logger" | "sandbox">;
+
+export type RestoreTarget = "current" | "fresh";
+
+/**
+ * Checkpoints of computers' homes (DESIGN §2): when they are taken, what is kept, how a revision
+ * comes back. Revisions live in the store (content-addressed, written atomically); the database
+ * catalogs the complete ones, so a revision is listed only once it exists whole.
+ *
+ * Browsers are the one part of a home that is not simply files: Chromium holds cookies in memory
+ * and writes them lazily. A running machine's browsers are settled (not stopped) before it is
+ * exported; a stopping machine closes them gracefully first; a restore closes them, since a
+ * running browser would write its old profile back over the restored one.
+ */
+export class Checkpoints implements MachineCheckpoints {
+  /** One checkpoint or restore of a computer at a time in this process. */
+  private readonly lock = new KeyedLock();
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(
+    private readonly deps: CheckpointsDeps,
+    readonly store: CheckpointStore,
+    private readonly retention: RetentionPolicy,
+  ) {}
+
+  /** The computer's revisions, newest first. */
+  list(computerId: string): Promise<Checkpoint[]> {
+    return this.db
+      .selectFrom("checkpoints")
+      .selectAll()
+      .where("computer_id", "=", computerId)
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .execute();
+  }
+
+  /** One revision of the computer; another computer's answers 404 like a missing one. */
+  async require(computerId: string, checkpointId: string): Promise<Checkpoint> {
+    const row = await this.db
+      .selectFrom("checkpoints")
+      .selectAll()
+      .where("computer_id", "=", computerId)
+      .where("id", "=", checkpointId)
+      .executeTakeFirst();
+    if (!row) throw new HttpProblem(404, "NOT_FOUND", "No such checkpoint of this computer.");
+    return row;
+  }
+
+  /** The revision as a tar of the home (paths relative to it). */
+  archive(computer: Computer, checkpoint: Checkpoint): Promise<ReadableStream<Uint8Array>> {
+    return this.store.read(computer.home_key, checkpoint.id);
+  }
+
+  /** Records the computer's home now. Fails (audited as `checkpoint.failed`) when it cannot. */
+  take(moment: MachineMoment & { reason: CheckpointReason }): Promise<Checkpoint> {
+    return this.lock.run(moment.computer.id, () => this.record(moment));
+  }
+
+  /** A `manual` checkpoint of the computer's machine, running or stopped. */
+  async takeNow(computer: Computer, actor: AuditActor): Promise<Checkpoint> {
+    const machine = machineOfRecord(this.deps, computer);
+    if (!machine) throw noMachine();
+    return this.take({ computer, machine, actor, reason: "manual" });
+  }
+
+  /** Like take, but a failure is audited and retried later instead of thrown. */
+  async takeOrRetry(moment: MachineMoment & { reason: CheckpointReason }): Promise<Checkpoint | null> {
+    try {
+      return await this.take(moment);
+    } catch (error) {
+      await scheduleRetry(this.db, moment.computer, moment.reason, describe(error)).catch((failure) =>
+        this.deps.logger.error({ err: failure }, "could not schedule a checkpoint retry"),
+      );
+      return null;
+    }
+  }
+
+  /**
+   * A session ended: record its computer's home in the background (the session's answer does not
+   * wait, and a checkpoint failure never turns a successful session into a failed one).
+   */
+  afterSession(session: { computerId: string; outcome: "success" | "failure"; actor: AuditActor }): void {
+    const work = (async () => {
+      const computer = await this.db
+        .selectFrom("computers")
+        .selectAll()
+        .where("id", "=", session.computerId)
+        .executeTakeFirst();
+      const machine = computer ? machineOfRecord(this.deps, computer) : null;
+      if (!computer || !machine) return;
+      const reason = session.outcome === "success" ? "session-success" : "session-failure";
+      await this.takeOrRetry({ computer, machine, actor: session.actor, reason });
+    })().catch((error: unknown) =>
+      this.deps.logger.error({ err: error, computerId: session.computerId }, "session-end checkpoint failed"),
+    );
+    this.background.add(work);
+    void work.finally(() => this.background.delete(work));
+  }
+
+  /** Waits for background checkpoints (session ends) to finish: the api is shutting down. */
+  async drain(): Promise<void> {
+    while (this.background.size > 0) await Promise.allSettled([...this.background]);
+  }
+
+  async afterStop({ reason, ...moment }: MachineMoment & { reason: StopReason }): Promise<void> {
+    await this.takeOrRetry({ ...moment, reason: reason === "idle" ? "idle" : "stop" });
+  }
+
+  async beforeDestroy(moment: MachineMoment): Promise<void> {
+    await this.take({ ...moment, reason: "stop" });
+  }
+
+  restoreFresh({ revisionId, ...moment }: MachineMoment & { revisionId?: string }): Promise<void> {
+    return this.lock.run(moment.computer.id, async () => {
+      const revisions = await this.list(moment.computer.id);
+      const target = revisionId ? revisions.find((r) => r.id === revisionId) : revisions[0];
+      if (!target) {
+        if (revisionId) throw new HttpProblem(404, "NOT_FOUND", "No such checkpoint of this computer.");
+        return;
+      }
+      await this.replaceHome(moment, target, "fresh", [target, revisions[0]]);
+    });
+  }
+
+  /**
+   * Puts a revision back: into the running machine (its browsers are closed and the home as it
+   * was is kept as a `before-restore` revision), or into a fresh machine made for it. Refused
+   * while sessions use the computer.
+   */
+  async restore(
+    deps: ComputerDeps & { checkpoints: Checkpoints },
+    computer: Computer,
+    checkpoint: Checkpoint,
+    into: RestoreTarget,
+    actor: AuditActor,
+  ): Promise<Computer> {
+    const busy = await computerBusy(this.db, computer.id);
+    if (busy) throw busy;
+    if (into === "current") {
+      const running = await ensureRunning(deps, computer, actor);
+      await this.lock.run(computer.id, () =>
+        this.replaceHome({ ...running, actor }, checkpoint, "current", []),
+      );
+      return running.computer;
+    }
+    const machine = machineOfRecord(this.deps, computer);
+    if (machine && (await machine.provider.status(machine.ref)) !== "missing") {
+      await this.lock.run(computer.id, async () => {
+        await machine.provider.closeBrowsers(machine.ref);
+        await this.record({ computer, machine, actor, reason: "before-restore" });
+      });
+    }
+    const destroyed = await destroyComputer(deps, computer, actor, { checkpointed: true });
+    const { computer: restored } = await ensureRunning(deps, destroyed, actor, {
+      restoreRevisionId: checkpoint.id,
+    });
+    return restored;
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private get db(): Kysely<Database> {
+    return this.deps.database.db;
+  }
+
+  /**
+   * Closes the machine's browsers, keeps its home as a `before-restore` revision (dropped again
+   * when it is empty or equals one of `sameAs`: a fresh machine's home usually is empty or the
+   * latest revision), then imports the revision.
+   */
+  private async replaceHome(
+    moment: MachineMoment,
+    revision: Checkpoint,
+    into: RestoreTarget,
+    sameAs: (Checkpoint | undefined)[],
+  ): Promise<void> {
+    const { computer, machine, actor } = moment;
+    await machine.provider.closeBrowsers(machine.ref);
+    const before = await this.record({ ...moment, reason: "before-restore" }, sameAs);
+    const tar = await this.store.read(computer.home_key, revision.id);
+    await machine.provider.importHome(machine.ref, tar);
+    await this.audit(actor, computer, "checkpoint.restored", {
+      checkpointId: revision.id,
+      into,
+      beforeRestoreId: before?.id ?? null,
+    });
+  }
+
+  /**
+   * Exports the home and stores it as a revision (browsers settled first when the machine runs),
+   * catalogs it, clears a pending retry and applies retention. With `unlessSameAs`, a home with no
+   * files, or equal to one of those revisions, is not kept and null is returned.
+   */
+  private async record(moment: MachineMoment & { reason: CheckpointReason }): Promise<Checkpoint>;
+  private async record(
+    moment: MachineMoment & { reason: CheckpointReason },
+    unlessSameAs: (Checkpoint | undefined)[],
+  ): Promise<Checkpoint | null>;
+  private async record(
+    { computer, machine, actor, reason }: MachineMoment & { reason: CheckpointReason },
+    unlessSameAs?: (Checkpoint | undefined)[],
+  ): Promise<Checkpoint | null> {
+    try {
+      const status = await machine.provider.status(machine.ref);
+      if (status === "missing") throw noMachine();
+      if (status === "running") await machine.provider.settleBrowsers(machine.ref);
+      const parent = await this.db
+        .selectFrom("checkpoints")
+        .select("id")
+        .where("computer_id", "=", computer.id)
+        .orderBy("created_at", "desc")
+        .orderBy("id", "desc")
+        .executeTakeFirst();
+      const info = await this.store.write({
+        homeKey: computer.home_key,
+        parentId: parent?.id ?? null,
+        reason,
+        tar: await machine.provider.exportHome(machine.ref),
+      });
+      if (
+        unlessSameAs &&
+        (info.fileCount === 0 || unlessSameAs.some((same) => same?.sha256 === info.sha256))
+      ) {
+        await this.store.remove(computer.home_key, [info.id]);
+        return null;
+      }
+      const row = await this.db.transaction().execute(async (trx) => {
+        const inserted = await trx
+          .insertInto("checkpoints")
+          .values({
+            id: info.id,
+            workspace_id: computer.workspace_id,
+            computer_id: computer.id,
+            parent_id: parent?.id ?? null,
+            reason,
+            size_bytes: info.sizeBytes,
+            file_count: info.fileCount,
+            sha256: info.sha256,
+            new_bytes: info.newBytes,
+            created_at: info.createdAt,
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await clearRetry(trx, computer.id);
+        await this.audit(
+          actor,
+          computer,
+          "checkpoint.created",
+          {
+            checkpointId: info.id,
+            reason,
+            sizeBytes: info.sizeBytes,
+            fileCount: info.fileCount,
+            newBytes: info.newBytes,
+            sha256: info.sha256,
+          },
+          trx,
+        );
+        return inserted;
+      });
+      await this.prune(computer);
+      return row;
+    } catch (error) {
+      await this.audit(actor, computer, "checkpoint.failed", {
+        reason,
+        code: codeOf(error),
+        error: describe(error),
+      }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Drops what the retention policy no longer keeps: from the catalog first, then the store. */
+  private async prune(computer: Computer): Promise<void> {
+    try {
+      const revisions = await this.list(computer.id);
+      const doomed = selectForRemoval(
+        revisions.map((r) => ({ id: r.id, createdAt: r.created_at })),
+        this.retention,
+      ).map((r) => r.id);
+      if (doomed.length === 0) return;
+      await this.db.deleteFrom("checkpoints").where("id", "in", doomed).execute();
+      await this.store.remove(computer.home_key, doomed);
+      await this.audit(SYSTEM_ACTOR, computer, "checkpoint.pruned", { checkpointIds: doomed });
+    } catch (error) {
+      // a later checkpoint prunes again; keeping a revision too long loses nothing
+      this.deps.logger.warn({ err: error, computerId: computer.id }, "checkpoint retention failed");
+    }
+  }
+
+  private audit(
+    actor: AuditActor,
+    computer: Computer,
+    action: string,
+    data: Record<string, unknown>,
+    db: Kysely<Database> = this.db,
+  ): Promise<void> {
+    return this.deps.audit.record(
+      {
+        actor,
+        workspaceId: computer.workspace_id,
+        action,
+        target: { type: "computer", id: computer.id },
+        data,
+      },
+      db,
+    );
+  }
+}
+
+const noMachine = () =>
+  new HttpProblem(
+    409,
+    "NO_MACHINE",
+    "The computer has no machine to checkpoint (never started, or destroyed); its latest checkpoint holds its home.",
+  );
+
+function codeOf(error: unknown): string {
+  if (error instanceof HttpProblem) return error.code;
+  if (error instanceof ProviderError || error instanceof CheckpointStoreError) return error.code;
+  return "INTERNAL";
+}
+
+function describe(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).slice(0, 500);
+}

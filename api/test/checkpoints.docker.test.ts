@@ -1,0 +1,264 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { findFreePort } from "@cubicle/db/testing";
+import { extract } from "tar-stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { machineOfRecord } from "../src/computers/lifecycle.ts";
+import { checkpointsOn } from "./support/checkpoints.ts";
+import { machineFor } from "./support/computers.ts";
+import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { filesOf } from "./support/homes.ts";
+import { createBot, type OpenedSession, problem, SessionClient } from "./support/sessions.ts";
+import { type LoginSite, startLoginSite } from "./support/site-for-computers.ts";
+import { until } from "./support/until.ts";
+import { buildWorld, type World } from "./support/world.ts";
+
+/** Containers, Chromium and a 31 s browser settle take their time on a busy host. */
+const SLOW = 240_000;
+const NETWORK = "cubicle-computers";
+const BRIDGE = "cubicle0";
+
+/**
+ * The checkpoint acceptance on real Docker computers with real Chromium in them: a cookie login
+ * survives checkpoint → destroy → a fresh machine on an empty home; and a supervisor killed with
+ * SIGKILL in the middle of a checkpoint leaves no partial revision, the previous one restoring
+ * fine. The supervisor runs as its own process here, so that it can be killed.
+ */
+class SupervisorProcess {
+  private child: ChildProcess | undefined;
+  readonly token = randomBytes(32).toString("hex");
+  readonly dataDir = mkdtempSync(join(tmpdir(), "cubicle-checkpoint-supervisor-"));
+  constructor(readonly port: number) {}
+  get url() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(process.execPath, ["--import", "tsx", "supervisor/src/main.ts"], {
+      cwd: join(import.meta.dirname, "../.."),
+      env: {
+        ...process.env,
+        DATA_DIR: this.dataDir,
+        SANDBOX_SUPERVISOR_TOKEN: this.token,
+        SUPERVISOR_PORT: String(this.port),
+        SUPERVISOR_NETWORK: NETWORK,
+      },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    this.child = child;
+    await until(
+      "the supervisor to answer",
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the supervisor exited with ${child.exitCode}`);
+        const health = await fetch(`${this.url}/health`).catch(() => null);
+        return health?.ok ? true : undefined;
+      },
+      60_000,
+    );
+  }
+
+  kill9(): void {
+    this.child?.kill("SIGKILL");
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  }
+}
+
+let supervisor: SupervisorProcess;
+let t: TestApi;
+let w: World;
+let site: LoginSite;
+const checkpointDir = mkdtempSync(join(tmpdir(), "cubicle-checkpoint-store-"));
+const c = checkpointsOn(
+  () => t,
+  () => w,
+);
+
+beforeAll(async () => {
+  supervisor = new SupervisorProcess(await findFreePort());
+  await supervisor.start();
+  t = await startTestApi({
+    SANDBOX_PROVIDER: "docker",
+    SANDBOX_SUPERVISOR_URL: supervisor.url,
+    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
+    CHECKPOINT_DIR: checkpointDir,
+  });
+  w = await buildWorld(t, "docker-checkpoints");
+  site = await startLoginSite(NETWORK, BRIDGE);
+}, SLOW);
+
+afterAll(async () => {
+  await site?.close();
+  if (t) {
+    for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {
+      const { provider, ref } = await machineFor(t, computer);
+      await provider.destroy(ref).catch(() => undefined);
+    }
+    await t.close();
+  }
+  await supervisor?.stop();
+  rmSync(supervisor?.dataDir ?? "", { recursive: true, force: true });
+  rmSync(checkpointDir, { recursive: true, force: true });
+}, SLOW);
+
+const sessions = () => new SessionClient({ client: w.people.owner }, w.workspaceId);
+
+async function launchBrowser(s: OpenedSession, url: string) {
+  expectStatus(await sessions().tool(s, "POST", "/launch-app", { app: "browser", url }), 200);
+}
+
+/** The files of a revision whose bytes contain `needle`. */
+async function filesContaining(computerId: string, checkpointId: string, needle: string): Promise<string[]> {
+  const response = await c.owner().fetch("GET", `${c.checkpoints(computerId)}/${checkpointId}/archive`);
+  if (!response.body) throw new Error("no archive");
+  const parser = extract();
+  Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>).pipe(parser);
+  const found: string[] = [];
+  for await (const entry of parser) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(chunk as Buffer);
+    if (Buffer.concat(chunks).includes(needle)) found.push(entry.header.name);
+  }
+  return found;
+}
+
+describe("checkpoints of Docker computers", () => {
+  it(
+    "keeps a browser's cookie login through checkpoint, destroy and a fresh machine on an empty home",
+    async () => {
+      const bot = await createBot(w.people.owner, w.workspaceId, "private");
+      const first = await sessions().opened(bot.id);
+      await launchBrowser(first, `${site.url}/login`);
+      await until(
+        "Chromium in the computer to sign in",
+        async () => (site.requests.some((r) => r.path === "/" && r.signedIn) ? true : undefined),
+        60_000,
+      );
+      expectStatus(await sessions().end(first, "success"), 200);
+      // the session's end is checkpointed while Chromium keeps running: it settles, not stops
+      const atEnd = await until(
+        "the session-end checkpoint",
+        async () => (await c.list(bot.computerId)).find((r) => r.reason === "session-success"),
+        120_000,
+      );
+      const holders = await filesContaining(bot.computerId, atEnd.id, site.cookieName);
+      expect(holders.some((name) => name.includes(".browser-profiles/chromium/"))).toBe(true);
+
+      expectStatus(
+        await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/computers/${bot.computerId}/destroy`),
+        200,
+      );
+      // a new host: the old home is gone, only the checkpoint store has it
+      const home = join(supervisor.dataDir, "homes", bot.id);
+      expect(existsSync(home)).toBe(true);
+      rmSync(home, { recursive: true, force: true });
+
+      const before = site.requests.length;
+      const second = await sessions().opened(bot.id);
+      const row = await c.computerRow(bot.computerId);
+      expect(row.provider_ref).not.toBeNull();
+      const restored = (await c.audits(bot.computerId, "checkpoint.restored")).at(-1);
+      expect(restored?.data).toMatchObject({ into: "fresh" });
+      await launchBrowser(second, `${site.url}/`);
+      const visit = await until(
+        "Chromium to open the site again",
+        async () => site.requests.slice(before).find((r) => r.path === "/"),
+        60_000,
+      );
+      expect(visit.signedIn).toBe(true);
+      expectStatus(await sessions().end(second, "success"), 200);
+    },
+    SLOW,
+  );
+
+  it(
+    "stores under 1 % new bytes when an unchanged 500 MB, 10,000-file home is checkpointed again",
+    async () => {
+      const bot = await createBot(w.people.owner, w.workspaceId, "private");
+      const s = await sessions().opened(bot.id);
+      const machine = machineOfRecord(t.api.deps, await c.computerRow(bot.computerId));
+      if (!machine) throw new Error("no machine");
+      await machine.provider.closeBrowsers(machine.ref);
+      const made = await sessions().shell(s, {
+        command:
+          "mkdir -p data && cd data && head -c 500000000 /dev/urandom | split -b 50000 -a 4 -d - part- && ls | wc -l",
+        timeoutMs: 120_000,
+      });
+      expect(made.exit?.code).toBe(0);
+      expect(made.stdout.trim()).toBe("10000");
+      const first = await c.take(bot.computerId);
+      const second = await c.take(bot.computerId);
+      expect(first.sizeBytes).toBeGreaterThanOrEqual(500_000_000);
+      expect(second.fileCount).toBeGreaterThanOrEqual(10_000);
+      expect(second.sha256).toBe(first.sha256);
+      expect(second.newBytes).toBeLessThan(second.sizeBytes * 0.01);
+      expectStatus(await sessions().end(s, "success"), 200);
+    },
+    SLOW,
+  );
+
+  it(
+    "leaves no partial revision when the supervisor is killed (SIGKILL) mid-checkpoint; the previous one restores",
+    async () => {
+      const bot = await createBot(w.people.owner, w.workspaceId, "private");
+      const s = await sessions().opened(bot.id);
+      const computer = await c.computerRow(bot.computerId);
+      const machine = machineOfRecord(t.api.deps, computer);
+      if (!machine) throw new Error("no machine");
+      // no browser to wait for: this test is about the export being cut off
+      await machine.provider.closeBrowsers(machine.ref);
+      await c.write(s, { "state.txt": "before" });
+      const previous = await c.take(bot.computerId);
+
+      const big = await sessions().shell(s, {
+        command: "head -c 400000000 /dev/urandom > big.bin && printf after > state.txt",
+      });
+      expect(big.exit?.code).toBe(0);
+      const interrupted = c.owner().post(c.checkpoints(bot.computerId));
+      // kill it once the store is busy writing this revision's content
+      await until(
+        "the checkpoint to be under way",
+        async () => {
+          const temps = existsSync(join(checkpointDir, "tmp")) ? readdirSync(join(checkpointDir, "tmp")) : [];
+          return temps.some((name) => readdirSync(join(checkpointDir, "tmp", name)).length > 0)
+            ? true
+            : undefined;
+        },
+        60_000,
+      );
+      supervisor.kill9();
+      const answer = await interrupted;
+      expect(answer.status).toBeGreaterThanOrEqual(500);
+      expect(answer.headers.get("content-type")).toContain("application/problem+json");
+
+      // the catalog and the store know only the previous revision
+      expect((await c.list(bot.computerId)).map((r) => r.id)).toEqual([previous.id]);
+      const manifests = readdirSync(join(checkpointDir, "homes", bot.id, "revisions"));
+      expect(manifests).toEqual([`${previous.id}.json`]);
+      const failed = (await c.audits(bot.computerId, "checkpoint.failed")).at(-1);
+      expect(failed?.data).toMatchObject({ reason: "manual" });
+
+      await supervisor.start();
+      // the session may have expired meanwhile; end what is open so the restore may run
+      await sessions().end(s, "failure");
+      await c.restore(bot.computerId, previous.id, "current");
+      expect(filesOf(await c.home(bot.computerId))).toEqual(
+        filesOf(await c.download(bot.computerId, previous.id)),
+      );
+      expect(Object.keys(filesOf(await c.home(bot.computerId)))).not.toContain("big.bin");
+      problem(await c.owner().get(`${c.checkpoints(bot.computerId)}/nope/archive`), 404, "NOT_FOUND");
+    },
+    SLOW,
+  );
+});
