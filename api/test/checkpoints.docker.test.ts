@@ -115,7 +115,7 @@ afterAll(async () => {
 const sessions = () => new SessionClient({ client: w.people.owner }, w.workspaceId);
 
 async function launchBrowser(s: OpenedSession, url: string) {
-  expectStatus(await sessions().tool(s, "POST", "/launch-app", { app: "browser", url }), 200);
+  expectStatus(await sessions().tool(s, "POST", "/launch-app", { app: "browser", url }), 202);
 }
 
 /** The files of a revision whose bytes contain `needle`. */
@@ -145,15 +145,26 @@ describe("checkpoints of Docker computers", () => {
         async () => (site.requests.some((r) => r.path === "/" && r.signedIn) ? true : undefined),
         60_000,
       );
+      // checkpointed while the bot works: its browser is waited for (it writes cookies up to 30 s
+      // late), not stopped
+      const whileInUse = await c.take(bot.computerId);
+      const profileHolds = async (checkpointId: string) =>
+        (await filesContaining(bot.computerId, checkpointId, site.cookieName)).some((name) =>
+          name.includes(".browser-profiles/chromium/"),
+        );
+      expect(await profileHolds(whileInUse.id)).toBe(true);
+      const stillRunning = await sessions().shell(first, { command: "pgrep -x chromium | wc -l" });
+      expect(Number(stillRunning.stdout.trim())).toBeGreaterThan(0);
+
       expectStatus(await sessions().end(first, "success"), 200);
-      // the session's end is checkpointed while Chromium keeps running: it settles, not stops
+      // the session's end is checkpointed too; nobody uses the computer now, so its browser is
+      // closed (a normal quit writes everything)
       const atEnd = await until(
         "the session-end checkpoint",
         async () => (await c.list(bot.computerId)).find((r) => r.reason === "session-success"),
         120_000,
       );
-      const holders = await filesContaining(bot.computerId, atEnd.id, site.cookieName);
-      expect(holders.some((name) => name.includes(".browser-profiles/chromium/"))).toBe(true);
+      expect(await profileHolds(atEnd.id)).toBe(true);
 
       expectStatus(
         await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/computers/${bot.computerId}/destroy`),

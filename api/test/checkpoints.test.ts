@@ -14,19 +14,22 @@ import { buildWorld, type World } from "./support/world.ts";
 
 const sha = (text: string | Buffer) => createHash("sha256").update(text).digest("hex");
 
-describe("checkpoints", () => {
+/** An api on the fake provider with a world on it, for the tests of one describe block. */
+function withWorld(tag: string, env: Record<string, string> = {}) {
   let t: TestApi;
   let w: World;
-  const c = checkpointsOn(
-    () => t,
-    () => w,
-  );
-
   beforeAll(async () => {
-    t = await startTestApi();
-    w = await buildWorld(t, "checkpoints");
+    t = await startTestApi(env);
+    w = await buildWorld(t, tag);
   });
   afterAll(() => t?.close());
+  const api = () => t;
+  const world = () => w;
+  return { api, world, c: checkpointsOn(api, world) };
+}
+
+describe("checkpoints", () => {
+  const { c, api, world } = withWorld("checkpoints");
 
   it("keeps revisions R1, R2, R3; restoring R1 brings back exactly R1's files, and R2 and R3 stay", async () => {
     const s = await c.privateSession();
@@ -103,8 +106,8 @@ describe("checkpoints", () => {
 
     const s2 = await c.sessions().opened(s1.botId);
     // it stops heartbeating and expires: an expired session counts as a failure
-    await t.database.db
-      .updateTable("execution_leases")
+    await api()
+      .database.db.updateTable("execution_leases")
       .set({ expires_at: new Date(Date.now() - 1000) })
       .where("id", "=", s2.sessionId)
       .execute();
@@ -113,7 +116,7 @@ describe("checkpoints", () => {
       return failures.length === 2 ? failures : undefined;
     });
 
-    const deps = t.api.deps;
+    const deps = api().api.deps;
     await stopComputer(deps, await c.computerRow(computerId), SYSTEM_ACTOR, "manual");
     await ensureRunning(deps, await c.computerRow(computerId), SYSTEM_ACTOR);
     await stopComputer(deps, await c.computerRow(computerId), SYSTEM_ACTOR, "idle");
@@ -136,7 +139,7 @@ describe("checkpoints", () => {
   it("never fails a session for its checkpoint: the failure is audited, shown and retried until it succeeds", async () => {
     const s = await c.privateSession();
     await c.write(s, { "result.txt": "done" });
-    const provider = await t.api.deps.sandbox.current();
+    const provider = await api().api.deps.sandbox.current();
     const exportHome = vi
       .spyOn(provider, "exportHome")
       .mockRejectedValueOnce(new Error("the machine's disk went away for a moment"));
@@ -152,8 +155,8 @@ describe("checkpoints", () => {
       });
       expect(
         (
-          await t.database.db
-            .selectFrom("execution_leases")
+          await api()
+            .database.db.selectFrom("execution_leases")
             .select("outcome")
             .where("id", "=", s.sessionId)
             .executeTakeFirstOrThrow()
@@ -170,8 +173,8 @@ describe("checkpoints", () => {
       exportHome.mockRestore();
     }
     // the retry job picks it up once it is due
-    await t.database.db
-      .updateTable("checkpoint_retries")
+    await api()
+      .database.db.updateTable("checkpoint_retries")
       .set({ next_attempt_at: new Date(Date.now() - 1000) })
       .where("computer_id", "=", s.computerId)
       .execute();
@@ -205,24 +208,14 @@ describe("checkpoints", () => {
     const foreign = await c.take(other.computerId);
     problem(await c.owner().get(`${base}/${foreign.id}/archive`), 404, "NOT_FOUND");
     // a computer that never ran has nothing to checkpoint
-    const idle = await createBot(c.owner(), w.workspaceId, "private");
+    const idle = await createBot(c.owner(), world().workspaceId, "private");
     problem(await c.owner().post(c.checkpoints(idle.computerId)), 409, "NO_MACHINE");
     expect(await c.audits(s.computerId, "checkpoint.restored")).toEqual([]);
   });
 });
 
 describe("checkpoint retention", () => {
-  let t: TestApi;
-  let w: World;
-  const c = checkpointsOn(
-    () => t,
-    () => w,
-  );
-  beforeAll(async () => {
-    t = await startTestApi({ CHECKPOINT_KEEP_LAST: "3", CHECKPOINT_KEEP_DAILY_DAYS: "0" });
-    w = await buildWorld(t, "retention");
-  });
-  afterAll(() => t?.close());
+  const { c } = withWorld("retention", { CHECKPOINT_KEEP_LAST: "3", CHECKPOINT_KEEP_DAILY_DAYS: "0" });
 
   it("keeps the newest CHECKPOINT_KEEP_LAST, and what it keeps restores whole", async () => {
     const s = await c.privateSession();

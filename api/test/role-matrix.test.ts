@@ -329,6 +329,11 @@ const membersAndKeys = (ok: Outcome): Record<Caller, Outcome> => ({
   key: ok,
 });
 const everyMember = (ok: Outcome): Record<Caller, Outcome> => ({ ...membersAndKeys(ok), viewer: ok });
+const adminsOnly = (ok: Outcome): Record<Caller, Outcome> => ({
+  ...membersAndKeys(ok),
+  member: ROLE,
+  key: ROLE,
+});
 /** The fake computer has no apps: reaching it (and its refusal) proves the caller was let through. */
 const LAUNCH_FAILED: Refusal = [502, "APP_LAUNCH_FAILED"];
 /** A tool row: a fresh session of the caller's, the tool called with its fence, audited when allowed. */
@@ -1144,15 +1149,7 @@ const MATRIX: Row[] = [
   {
     method: "GET",
     path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints",
-    expect: {
-      owner: 200,
-      admin: 200,
-      member: 200,
-      viewer: 200,
-      outsider: HIDDEN,
-      anonymous: UNAUTHENTICATED,
-      key: 200,
-    },
+    expect: everyMember(200),
     prepare: async () => {
       const { id, checkpointId } = await checkpointedComputer();
       return {
@@ -1164,15 +1161,7 @@ const MATRIX: Row[] = [
   {
     method: "POST",
     path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints",
-    expect: {
-      owner: 201,
-      admin: 201,
-      member: 201,
-      viewer: ROLE,
-      outsider: HIDDEN,
-      anonymous: UNAUTHENTICATED,
-      key: 201,
-    },
+    expect: membersAndKeys(201),
     prepare: async () => {
       const id = await freshComputer(true);
       return {
@@ -1188,15 +1177,7 @@ const MATRIX: Row[] = [
   {
     method: "POST",
     path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints/{checkpointId}/restore",
-    expect: {
-      owner: 200,
-      admin: 200,
-      member: ROLE,
-      viewer: ROLE,
-      outsider: HIDDEN,
-      anonymous: UNAUTHENTICATED,
-      key: ROLE,
-    },
+    expect: adminsOnly(200),
     prepare: async () => {
       const { id, base } = await checkpointedComputer();
       return {
@@ -1210,15 +1191,7 @@ const MATRIX: Row[] = [
   {
     method: "GET",
     path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints/{checkpointId}/archive",
-    expect: {
-      owner: 200,
-      admin: 200,
-      member: ROLE,
-      viewer: ROLE,
-      outsider: HIDDEN,
-      anonymous: UNAUTHENTICATED,
-      key: ROLE,
-    },
+    expect: adminsOnly(200),
     prepare: async () => {
       const { id, base } = await checkpointedComputer();
       return {

@@ -11,7 +11,8 @@ import {
   machineOfRecord,
   type StopReason,
 } from "../computers/lifecycle.ts";
-import { computerBusy } from "../computers/occupancy.ts";
+import { computerBusy, openSessions, screensControlled, screensInUse } from "../computers/occupancy.ts";
+import type { Machine } from "../computers/repository.ts";
 import type { AppDeps } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { ProviderError } from "../providers/errors.ts";
@@ -33,14 +34,17 @@ export type RestoreTarget = "current" | "fresh";
  * catalogs the complete ones, so a revision is listed only once it exists whole.
  *
  * Browsers are the one part of a home that is not simply files: Chromium holds cookies in memory
- * and writes them lazily. A running machine's browsers are settled (not stopped) before it is
- * exported; a stopping machine closes them gracefully first; a restore closes them, since a
- * running browser would write its old profile back over the restored one.
+ * and writes them lazily. A running machine in use has its browsers settled (not stopped) before
+ * it is exported, one nobody uses has them closed gracefully; a stopping machine closes them
+ * first; a restore closes them, since a running browser would write its old profile back over
+ * the restored one.
  */
 export class Checkpoints implements MachineCheckpoints {
   /** One checkpoint or restore of a computer at a time in this process. */
   private readonly lock = new KeyedLock();
   private readonly background = new Set<Promise<void>>();
+  /** Session-end checkpoints waiting for their computer's turn: the latest reason wins. */
+  private readonly waiting = new Map<string, { reason: CheckpointReason; actor: AuditActor }>();
 
   constructor(
     private readonly deps: CheckpointsDeps,
@@ -89,9 +93,15 @@ export class Checkpoints implements MachineCheckpoints {
   }
 
   /** Like take, but a failure is audited and retried later instead of thrown. */
-  async takeOrRetry(moment: MachineMoment & { reason: CheckpointReason }): Promise<Checkpoint | null> {
+  takeOrRetry(moment: MachineMoment & { reason: CheckpointReason }): Promise<Checkpoint | null> {
+    return this.lock.run(moment.computer.id, () => this.recordOrRetry(moment));
+  }
+
+  private async recordOrRetry(
+    moment: MachineMoment & { reason: CheckpointReason },
+  ): Promise<Checkpoint | null> {
     try {
-      return await this.take(moment);
+      return await this.record(moment);
     } catch (error) {
       await scheduleRetry(this.db, moment.computer, moment.reason, describe(error)).catch((failure) =>
         this.deps.logger.error({ err: failure }, "could not schedule a checkpoint retry"),
@@ -102,22 +112,34 @@ export class Checkpoints implements MachineCheckpoints {
 
   /**
    * A session ended: record its computer's home in the background (the session's answer does not
-   * wait, and a checkpoint failure never turns a successful session into a failed one).
+   * wait, and a checkpoint failure never turns a successful session into a failed one). Session
+   * ends that arrive while one waits its turn share it: eight Team bots finishing together cost
+   * one checkpoint, with the latest session's reason.
    */
   afterSession(session: { computerId: string; outcome: "success" | "failure"; actor: AuditActor }): void {
-    const work = (async () => {
-      const computer = await this.db
-        .selectFrom("computers")
-        .selectAll()
-        .where("id", "=", session.computerId)
-        .executeTakeFirst();
-      const machine = computer ? machineOfRecord(this.deps, computer) : null;
-      if (!computer || !machine) return;
-      const reason = session.outcome === "success" ? "session-success" : "session-failure";
-      await this.takeOrRetry({ computer, machine, actor: session.actor, reason });
-    })().catch((error: unknown) =>
-      this.deps.logger.error({ err: error, computerId: session.computerId }, "session-end checkpoint failed"),
-    );
+    const reason = session.outcome === "success" ? "session-success" : "session-failure";
+    const waiting = this.waiting.has(session.computerId);
+    this.waiting.set(session.computerId, { reason, actor: session.actor });
+    if (waiting) return;
+    const work = this.lock
+      .run(session.computerId, async () => {
+        const next = this.waiting.get(session.computerId);
+        this.waiting.delete(session.computerId);
+        const computer = await this.db
+          .selectFrom("computers")
+          .selectAll()
+          .where("id", "=", session.computerId)
+          .executeTakeFirst();
+        const machine = computer ? machineOfRecord(this.deps, computer) : null;
+        if (!next || !computer || !machine) return;
+        await this.recordOrRetry({ computer, machine, ...next });
+      })
+      .catch((error: unknown) =>
+        this.deps.logger.error(
+          { err: error, computerId: session.computerId },
+          "session-end checkpoint failed",
+        ),
+      );
     this.background.add(work);
     void work.finally(() => this.background.delete(work));
   }
@@ -228,7 +250,7 @@ export class Checkpoints implements MachineCheckpoints {
     try {
       const status = await machine.provider.status(machine.ref);
       if (status === "missing") throw noMachine();
-      if (status === "running") await machine.provider.settleBrowsers(machine.ref);
+      if (status === "running") await this.quiesceBrowsers(computer, machine);
       const parent = await this.db
         .selectFrom("checkpoints")
         .select("id")
@@ -293,6 +315,24 @@ export class Checkpoints implements MachineCheckpoints {
       }).catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * Quiesce only what must be: while anyone uses the computer (an open session, a held screen, a
+   * person's control) its browsers keep running and are waited for until they have written what
+   * they hold (≈ 31 s with a browser open); when nobody does, they are closed gracefully, which
+   * writes everything at once.
+   */
+  private async quiesceBrowsers(computer: Computer, machine: Machine): Promise<void> {
+    const computerIds = [computer.id];
+    const [sessions, screens, control] = await Promise.all([
+      openSessions(this.db, { computerIds }),
+      screensInUse(this.db, { computerIds }),
+      screensControlled(this.db, computerIds),
+    ]);
+    if (sessions.length + screens.length + control.length > 0)
+      await machine.provider.settleBrowsers(machine.ref);
+    else await machine.provider.closeBrowsers(machine.ref);
   }
 
   /** Drops what the retention policy no longer keeps: from the catalog first, then the store. */

@@ -150,8 +150,9 @@ export interface SandboxProvider {
    */
   settleBrowsers(ref: MachineRef): Promise<void>;
   /**
-   * Closes every browser on the machine gracefully (SIGTERM, so Chromium writes its profile and
-   * exits; SIGKILL only after BROWSER_CLOSE_GRACE_MS) and waits until they have exited. They stay
+   * Closes every browser on the machine so that it writes its whole profile, cookies included
+   * (Chromium sent only SIGTERM drops the cookies it has not written: quit it normally, or settle
+   * it first; SIGKILL only after BROWSER_CLOSE_GRACE_MS) and waits until they have exited. They stay
    * closed: nothing the machine runs restarts them (a bot may start a new one). Idempotent; with
    * no browser running (or the machine stopped) it returns at once. Stopping a machine closes its
    * browsers the same way first. Remote providers give the same guarantee through this contract.

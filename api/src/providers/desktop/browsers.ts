@@ -125,12 +125,15 @@ export async function settleBrowsers(home: string): Promise<void> {
 }
 
 /**
- * Closes the machine's browsers: SIGTERM, so Chromium writes its profile (cookies included) and
- * exits; SIGKILL for any still running BROWSER_CLOSE_GRACE_MS later. Resolves once they are gone.
+ * Closes the machine's browsers: settled first (on SIGTERM Chromium ends as for a logout and drops
+ * the cookies it has not written yet; host browsers may have no screen whose windows could be
+ * closed instead), then SIGTERM so it writes the rest of its profile and exits, SIGKILL for any
+ * still running BROWSER_CLOSE_GRACE_MS later. Resolves once they are gone.
  */
 export async function closeBrowsers(home: string): Promise<void> {
+  if (browsersIn(home).length === 0) return;
+  await settleBrowsers(home);
   const pids = browsersIn(home);
-  if (pids.length === 0) return;
   signal(pids, "SIGTERM");
   if (await allGone(pids, BROWSER_CLOSE_GRACE_MS)) return;
   signal(pids.filter(running), "SIGKILL");

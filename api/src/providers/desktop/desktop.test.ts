@@ -367,7 +367,8 @@ describe("desktop provider", () => {
         await rm(outsideProfile, { recursive: true, force: true });
       }
     },
-    90_000,
+    // each close first waits out Chromium's cookie commit interval (BROWSER_SETTLE_MS)
+    180_000,
   );
 
   it("keeps a home private and its parents out of reach", async () => {

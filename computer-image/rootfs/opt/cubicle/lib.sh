@@ -87,6 +87,8 @@ BROWSER_SETTLE_SECONDS=31
 # BROWSER_CLOSE_GRACE: how long a browser gets to write its profile and exit after SIGTERM (Chromium
 # takes well under a second) before it is killed.
 BROWSER_CLOSE_GRACE=10
+# BROWSER_QUIT_WAIT: how long browsers whose windows were closed get to quit on their own.
+BROWSER_QUIT_WAIT=5
 # Process names of Chromium builds: Debian's, Google's and the headless shell.
 BROWSER_NAMES='chromium chrome headless_shell'
 # Held while a screen's browser is restarted or forgotten, so a close cannot race a restart.
@@ -148,16 +150,33 @@ settle_browsers() {
   sleep "$BROWSER_SETTLE_SECONDS"
 }
 
-# close_browsers: closes every browser of this user and waits until they have exited: SIGTERM, so
-# Chromium writes its profile (cookies included) and exits; SIGKILL only after BROWSER_CLOSE_GRACE.
+# close_windows: closes every Chromium window on every running screen as a person would
+# (Ctrl+Shift+W). The last window closed, Chromium quits normally, which writes its cookies; on
+# SIGTERM it ends as for a logout ("SessionEnded") and leaves unwritten cookies behind.
+close_windows() {
+  for dir in "$RUN_DIR"/screens/*; do
+    [ -e "$dir/xvfb.pid" ] && alive "$dir/xvfb.pid" || continue
+    display=":$((${dir##*/} + 1))"
+    for window in $(DISPLAY=$display xdotool search --onlyvisible --class chromium 2>/dev/null); do
+      DISPLAY=$display xdotool windowactivate --sync "$window" key --clearmodifiers ctrl+shift+w \
+        2>/dev/null || true
+    done
+  done
+}
+
+# close_browsers: closes every browser of this user and waits until they have exited: their windows
+# first (a normal quit writes the whole profile, cookies included), then SIGTERM for any left after
+# BROWSER_QUIT_WAIT (a page that asks before leaving), SIGKILL only after BROWSER_CLOSE_GRACE.
 # The screens' browsers are forgotten first (their pid files removed), so the entry point's loop
 # does not start them again. Idempotent; returns at once when no browser runs.
 close_browsers() {
   with_browsers_lock forget_screen_browsers || return 1
   pids=$(browser_pids)
   [ -n "$pids" ] || return 0
-  kill -TERM $pids 2>/dev/null
-  if ! wait_gone $((BROWSER_CLOSE_GRACE * 10)) $pids; then
+  close_windows
+  wait_gone $((BROWSER_QUIT_WAIT * 10)) $pids && pids=""
+  [ -n "$pids" ] && kill -TERM $left 2>/dev/null
+  if [ -n "$pids" ] && ! wait_gone $((BROWSER_CLOSE_GRACE * 10)) $pids; then
     echo "browsers still running ${BROWSER_CLOSE_GRACE} s after SIGTERM (pids$left); killing them" >&2
     kill -KILL $left 2>/dev/null
     kill -KILL $(chromium_pids) 2>/dev/null # their helpers too
