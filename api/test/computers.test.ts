@@ -4,6 +4,7 @@ import type { Computer } from "@cubicle/db";
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AuditActor } from "../src/audit/audit-log.ts";
+import { idleFor } from "../src/computers/idle-suspension.ts";
 import {
   type ComputerDeps,
   computerForBot,
@@ -241,6 +242,32 @@ describe("with the fake provider", () => {
       await touchComputer(t.database.db, computer.id);
       const touched = (await row(computer.id)).last_activity_at;
       expect(Date.now() - (touched?.getTime() ?? 0)).toBeLessThan(60_000);
+    });
+
+    it("does not suspend a computer that was used after it was found idle", async () => {
+      const { computer } = await ensureRunning(t.api.deps, await newComputer(), ACTOR);
+      const idle = idleFor(600);
+      await t.database.db
+        .updateTable("computers")
+        .set({ last_activity_at: new Date(Date.now() - 3_600_000) })
+        .where("id", "=", computer.id)
+        .execute();
+      // found idle, then used before the suspension claims it
+      const found = await row(computer.id);
+      await touchComputer(t.database.db, computer.id);
+      const kept = await stopComputer(t.api.deps, found, ACTOR, "idle", { onlyIf: idle });
+      expect(kept.state).toBe("running");
+      expect(await audits("computer.stopped", computer.id)).toEqual([]);
+      // and once it is idle again, the same call suspends it
+      await t.database.db
+        .updateTable("computers")
+        .set({ last_activity_at: new Date(Date.now() - 3_600_000) })
+        .where("id", "=", computer.id)
+        .execute();
+      const suspended = await stopComputer(t.api.deps, await row(computer.id), ACTOR, "idle", {
+        onlyIf: idle,
+      });
+      expect(suspended.state).toBe("suspended");
     });
 
     it("gives a bot the computer of its mode", async () => {

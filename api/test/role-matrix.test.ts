@@ -7,6 +7,7 @@ import {
   type TestApi,
   type TestClient,
 } from "./support/harness.ts";
+import { freeWorkspaceSessions } from "./support/sessions.ts";
 import { buildWorld, join, type Role, type World } from "./support/world.ts";
 
 /**
@@ -260,20 +261,7 @@ const deploymentOwnerOnly: Record<Caller, Outcome> = {
 };
 
 /** Ends every open session of the workspace behind the API's back, so screens never run out. */
-async function endSessions() {
-  await db()
-    .updateTable("screen_leases")
-    .set({ released_at: new Date() })
-    .where("workspace_id", "=", w.workspaceId)
-    .where("released_at", "is", null)
-    .execute();
-  await db()
-    .updateTable("execution_leases")
-    .set({ status: "ended", outcome: "failure", ended_at: new Date() })
-    .where("workspace_id", "=", w.workspaceId)
-    .where("status", "=", "open")
-    .execute();
-}
+const endSessions = () => freeWorkspaceSessions(db(), w.workspaceId);
 const sessionsOf = (botId: string) => ws(`/v1/workspaces/{workspaceId}/bots/${botId}/sessions`);
 /**
  * A session of a fresh Team bot, opened through the API by the caller when it may hold one (only

@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningApi, startApi } from "../src/server.ts";
 import { expectStatus, startTestApi, type TestApi, TestClient } from "./support/harness.ts";
-import { createBot, type OpenedSession, problem, SessionClient, sleep } from "./support/sessions.ts";
+import {
+  createBot,
+  freeWorkspaceSessions,
+  type OpenedSession,
+  problem,
+  SessionClient,
+  sleep,
+} from "./support/sessions.ts";
 import { buildWorld, type World } from "./support/world.ts";
 
 /**
@@ -44,20 +51,7 @@ const audits = (action: string, sessionId: string) =>
 const screenLease = (sessionId: string) =>
   db().selectFrom("screen_leases").selectAll().where("execution_lease_id", "=", sessionId).executeTakeFirst();
 /** Ends every open session of the workspace behind the API's back, so screens start free. */
-async function freeAll() {
-  await db()
-    .updateTable("screen_leases")
-    .set({ released_at: new Date() })
-    .where("workspace_id", "=", w.workspaceId)
-    .where("released_at", "is", null)
-    .execute();
-  await db()
-    .updateTable("execution_leases")
-    .set({ status: "ended", outcome: "failure", ended_at: new Date() })
-    .where("workspace_id", "=", w.workspaceId)
-    .where("status", "=", "open")
-    .execute();
-}
+const freeAll = () => freeWorkspaceSessions(db(), w.workspaceId);
 
 describe("opening a session", () => {
   it("starts the bot's Team Computer and leases a screen, fenced and audited", async () => {

@@ -10,6 +10,7 @@ import { promises as fs } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileCheckpointStore, type RevisionInfo } from "../../api/src/checkpoints/store/index.ts";
+import { outputOf } from "../../api/src/providers/desktop/processes.ts";
 import { buildHome, changeFiles } from "./home.ts";
 
 const MEGABYTE = 1024 * 1024;
@@ -79,24 +80,14 @@ function exportHome(home: string): ReadableStream<Uint8Array> {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = track(tar);
-  const chunks = tar.stdout?.[Symbol.asyncIterator]();
-  if (!chunks) throw new Error("tar has no output");
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await chunks.next();
-      if (!next.done) {
-        const chunk = next.value as Buffer;
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        return;
-      }
+  return outputOf(
+    tar,
+    async () => {
       const code = await exited;
-      if (code === 0) controller.close();
-      else controller.error(new Error(`tar exited ${code}`));
+      return code === 0 ? null : new Error(`tar exited ${code}`);
     },
-    cancel() {
-      tar.kill("SIGKILL");
-    },
-  });
+    { cancel: () => tar.kill("SIGKILL") },
+  );
 }
 
 interface Row {

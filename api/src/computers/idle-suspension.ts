@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { AppDeps } from "../context.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
-import { type ComputerDeps, stopComputer } from "./lifecycle.ts";
+import { type ComputerDeps, type Condition, stopComputer } from "./lifecycle.ts";
 
 /**
  * Stops computers nobody has used for SANDBOX_IDLE_MS: no open session, no held screen or control,
@@ -11,43 +11,21 @@ import { type ComputerDeps, stopComputer } from "./lifecycle.ts";
  * One replica at a time runs it (its advisory lock), so each suspension happens, and is audited, once.
  */
 export function idleSuspensionJob(deps: ComputerDeps & Pick<AppDeps, "env" | "logger">): PeriodicJob {
-  const idleSeconds = deps.env.sandbox.idleMs / 1000;
+  const idle = idleFor(deps.env.sandbox.idleMs / 1000);
   return {
     name: "idle-suspension",
     everyMs: 1_000,
     async run() {
-      const idle = await deps.database.db
-        .selectFrom("computers as c")
-        .selectAll("c")
-        .where("c.state", "=", "running")
-        .where(
-          sql<boolean>`coalesce(c.last_activity_at, c.updated_at) < now() - make_interval(secs => ${idleSeconds})`,
-        )
-        .where(({ not, exists, selectFrom }) =>
-          not(
-            exists(
-              selectFrom("execution_leases as e")
-                .select("e.id")
-                .whereRef("e.computer_id", "=", "c.id")
-                .where("e.status", "=", "open")
-                .where("e.expires_at", ">", sql<Date>`now()`),
-            ),
-          ),
-        )
-        .where(({ not, exists, selectFrom }) =>
-          not(
-            exists(
-              selectFrom("control_leases as l")
-                .select("l.id")
-                .whereRef("l.computer_id", "=", "c.id")
-                .where("l.released_at", "is", null),
-            ),
-          ),
-        )
+      const candidates = await deps.database.db
+        .selectFrom("computers")
+        .selectAll()
+        .where("state", "=", "running")
+        .where(idle)
         .execute();
-      for (const computer of idle) {
+      for (const computer of candidates) {
         try {
-          await stopComputer(deps, computer, SYSTEM_ACTOR, "idle");
+          // still idle when it is claimed: a use that arrived since is not suspended
+          await stopComputer(deps, computer, SYSTEM_ACTOR, "idle", { onlyIf: idle });
         } catch (error) {
           // recorded as computer.stop_failed by the lifecycle; the others still get their turn
           deps.logger.warn({ err: error, computerId: computer.id }, "could not suspend an idle computer");
@@ -55,4 +33,18 @@ export function idleSuspensionJob(deps: ComputerDeps & Pick<AppDeps, "env" | "lo
       }
     },
   };
+}
+
+/** Nobody has used the computer for `idleSeconds`: no activity, no open session, no control. */
+export function idleFor(idleSeconds: number): Condition {
+  return sql<boolean>`(
+    coalesce(computers.last_activity_at, computers.updated_at) < now() - make_interval(secs => ${idleSeconds})
+    and not exists (
+      select 1 from execution_leases e
+      where e.computer_id = computers.id and e.status = 'open' and e.expires_at > now()
+    )
+    and not exists (
+      select 1 from control_leases l where l.computer_id = computers.id and l.released_at is null
+    )
+  )`;
 }

@@ -1,6 +1,6 @@
 import type { Bot, Computer, ComputerState, Database } from "@cubicle/db";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { AppDeps } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
@@ -186,6 +186,7 @@ export function stopComputer(
   computer: Computer,
   actor: AuditActor,
   reason: StopReason,
+  options: { onlyIf?: Condition } = {},
 ): Promise<Computer> {
   const target: ComputerState = reason === "idle" ? "suspended" : "stopped";
   return lockOf(deps).run(computer.id, async () => {
@@ -195,6 +196,7 @@ export function stopComputer(
       computer.id,
       "suspending",
       async (current) => current.state === target && (await statusOfRecord(deps, current)) !== "running",
+      options.onlyIf,
     );
     if (!row) return requireRow(db, computer.id);
     const machine = machineOfRecord(deps, row);
@@ -276,14 +278,22 @@ export async function touchComputer(db: Kysely<Database>, computerId: string): P
 // ---------------------------------------------------------------------------------------------
 
 /**
+ * A condition on the `computers` row, checked by the database in the same statement that claims
+ * it (so nothing can change it in between): e.g. "still idle" for a suspension.
+ */
+export type Condition = RawBuilder<boolean>;
+
+/**
  * Wins the computer for a transition: compare-and-set of its state to `transitional`. Returns no
- * row when `settled` says nothing needs doing. While someone else's transition runs, waits.
+ * row when `settled` says nothing needs doing, or when `onlyIf` no longer holds. While someone
+ * else's transition runs, waits.
  */
 async function claim(
   db: Kysely<Database>,
   computerId: string,
   transitional: ComputerState,
   settled: (current: Computer) => Promise<boolean>,
+  onlyIf?: Condition,
 ): Promise<{ row: Computer | undefined; from: ComputerState }> {
   const deadline = Date.now() + TRANSITION_WAIT_MS;
   for (;;) {
@@ -305,9 +315,19 @@ async function claim(
           ),
         ]),
       )
+      .$if(onlyIf !== undefined, (update) => update.where(onlyIf as Condition))
       .returningAll()
       .executeTakeFirst();
     if (won) return { row: won, from: current.state };
+    if (onlyIf) {
+      const holds = await db
+        .selectFrom("computers")
+        .select("id")
+        .where("id", "=", computerId)
+        .where(onlyIf)
+        .executeTakeFirst();
+      if (!holds) return { row: undefined, from: current.state };
+    }
     if (Date.now() > deadline) {
       throw new HttpProblem(
         409,

@@ -319,7 +319,10 @@ export function conformanceSuite(name: string, make: MakeProvider): void {
             executable: expect.any(Boolean),
           });
 
-          const tar = await readStream(await p.exportHome(source));
+          // read a while after it was asked for, as a checkpoint store getting ready does
+          const exported = await p.exportHome(source);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          const tar = await readStream(exported);
           expect(tar.length).toBeGreaterThan(0);
 
           const target = await machines.fresh("conf-target");

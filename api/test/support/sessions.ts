@@ -1,3 +1,5 @@
+import type { Database } from "@cubicle/db";
+import type { Kysely } from "kysely";
 import { expect } from "vitest";
 import { expectStatus, type RawResponse, type TestClient } from "./harness.ts";
 
@@ -147,3 +149,22 @@ export function problem(response: RawResponse, status: number, code: string) {
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Frees every bot and screen of the workspace at once, straight in the database: the sessions end
+ * as failures without their end-of-session work, so that a test starts from free screens.
+ */
+export async function freeWorkspaceSessions(db: Kysely<Database>, workspaceId: string): Promise<void> {
+  await db
+    .updateTable("screen_leases")
+    .set({ released_at: new Date() })
+    .where("workspace_id", "=", workspaceId)
+    .where("released_at", "is", null)
+    .execute();
+  await db
+    .updateTable("execution_leases")
+    .set({ status: "ended", outcome: "failure", ended_at: new Date() })
+    .where("workspace_id", "=", workspaceId)
+    .where("status", "=", "open")
+    .execute();
+}

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { outputOf } from "../../providers/desktop/processes.ts";
 
 /** `tar -C dir -cf - .` as a Web stream, the way a provider's exportHome gives a home. */
 export function tarOf(dir: string): ReadableStream<Uint8Array> {
@@ -13,27 +14,13 @@ export function tarOf(dir: string): ReadableStream<Uint8Array> {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exited = new Promise<number | null>((done) => child.once("close", (code) => done(code)));
-  const chunks = child.stdout[Symbol.asyncIterator]();
   let stderr = "";
   child.stderr.setEncoding("utf8");
   child.stderr.on("data", (text: string) => {
     stderr += text;
   });
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await chunks.next();
-      if (!next.done) {
-        const chunk = next.value as Buffer;
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        return;
-      }
-      const code = await exited;
-      if (code === 0) controller.close();
-      else controller.error(new Error(`tar exited ${code}: ${stderr}`));
-    },
-    cancel() {
-      child.kill("SIGKILL");
-    },
+  return outputOf(child, async () => ((await exited) === 0 ? null : new Error(`tar exited: ${stderr}`)), {
+    cancel: () => child.kill("SIGKILL"),
   });
 }
 

@@ -6,7 +6,15 @@ import type { Writable } from "node:stream";
 import { ProviderError } from "../errors.ts";
 import type { FaultPlan } from "../faults.ts";
 import type { Machine } from "./machines.ts";
-import { computerEnvironment, describeExit, type Exit, exitOf, isRunning, killGroup } from "./processes.ts";
+import {
+  computerEnvironment,
+  describeExit,
+  type Exit,
+  exitOf,
+  isRunning,
+  killGroup,
+  outputOf,
+} from "./processes.ts";
 
 function startTar(machine: Machine, tar: string, args: string[], stdin: "ignore" | "pipe"): ChildProcess {
   const child = spawn(tar, args, {
@@ -49,59 +57,24 @@ export function exportHome(machine: Machine, tar: string, faults?: FaultPlan): R
   );
   const stderr = collectStderr(child);
   const exited = exitOf(child);
-  const stdout = child.stdout;
-  if (!stdout) throw new ProviderError("PROVIDER_FAILURE", "tar has no output pipe");
-  const chunks = stdout[Symbol.asyncIterator]();
-  // Reading starts now, one chunk ahead of the consumer: Node discards a child's unread output
-  // when it exits, so a small home whose tar finished before the first pull would come out empty.
-  const readAhead = () => {
-    const next = chunks.next();
-    // awaited by the next pull; until then a failure must not count as unhandled
-    next.catch(() => undefined);
-    return next;
-  };
-  let ahead = readAhead();
   let broken = false;
-  return new ReadableStream<Uint8Array>(
+  return outputOf(
+    child,
+    async () => {
+      if (broken) return new ProviderError("PROVIDER_FAILURE", "home export failed: tar died mid-stream");
+      const exit = await exited;
+      // 1 is GNU tar's "a file changed while it was read": the archive is still whole
+      return exit.code === 0 || exit.code === 1 ? null : failure("home export failed", exit, stderr());
+    },
     {
-      async pull(controller) {
-        // whatever tar still had buffered is lost with it, however quickly it finished
-        if (broken) {
-          controller.error(new ProviderError("PROVIDER_FAILURE", "home export failed: tar died mid-stream"));
-          return;
-        }
-        try {
-          const next = await ahead;
-          if (!next.done) {
-            ahead = readAhead();
-            const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(String(next.value));
-            controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-            // the injected break: the archiver dies mid-stream, as a crashed or OOM-killed one would
-            if (breakAfterFirstChunk) {
-              broken = true;
-              if (isRunning(child)) killGroup(child);
-            }
-            return;
-          }
-          const exit = await exited;
-          // 1 is GNU tar's "a file changed while it was read": the archive is still whole
-          if (exit.code === 0 || exit.code === 1) controller.close();
-          else controller.error(failure("home export failed", exit, stderr()));
-        } catch (error) {
-          killGroup(child);
-          controller.error(
-            new ProviderError("PROVIDER_FAILURE", "home export failed: the archive stream broke", {
-              cause: error,
-            }),
-          );
-        }
-      },
-      cancel() {
-        killGroup(child);
+      cancel: () => killGroup(child),
+      // the injected break: the archiver dies mid-stream, as a crashed or OOM-killed one would
+      afterChunk: () => {
+        if (!breakAfterFirstChunk || broken) return;
+        broken = true;
+        if (isRunning(child)) killGroup(child);
       },
     },
-    // read only as fast as the consumer does; tar blocks on the pipe meanwhile
-    { highWaterMark: 0 },
   );
 }
 
