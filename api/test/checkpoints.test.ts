@@ -203,6 +203,11 @@ describe("checkpoints", () => {
       "NOT_FOUND",
     );
     problem(await c.owner().get(`${base}/nope/archive`), 404, "NOT_FOUND");
+    problem(await c.owner().get(`${base}/nope`), 404, "NOT_FOUND");
+    expect(expectStatus(await c.owner().get(`${base}/${r1.id}`), 200).json).toMatchObject({
+      id: r1.id,
+      sha256: r1.sha256,
+    });
     // another computer's checkpoint id through this computer
     const other = await c.privateSession();
     const foreign = await c.take(other.computerId);

@@ -1147,6 +1147,18 @@ const MATRIX: Row[] = [
     },
   },
   {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints/{checkpointId}",
+    expect: everyMember(200),
+    prepare: async () => {
+      const { id, checkpointId, base } = await checkpointedComputer();
+      return {
+        path: base,
+        allowed: (r) => expect(r.json).toMatchObject({ id: checkpointId, computerId: id, reason: "manual" }),
+      };
+    },
+  },
+  {
     method: "POST",
     path: "/v1/workspaces/{workspaceId}/computers/{computerId}/checkpoints",
     expect: membersAndKeys(201),

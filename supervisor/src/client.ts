@@ -5,6 +5,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
+import type { ContainerManager } from "./containers/manager.ts";
 import { parseNdjson } from "./ndjson.ts";
 import type { Problem, ProblemCode } from "./problems.ts";
 import {
@@ -16,11 +17,9 @@ import {
   type ComputerSummary,
   type ControlInfo,
   type CreateResult,
-  type DesktopAction,
   type ExecRequest,
   type FileEntry,
   type Health,
-  type Observation,
   type ScreenInfo,
   WORKSPACE_ID_HEADER,
 } from "./wire.ts";
@@ -61,14 +60,32 @@ export interface SupervisorClientOptions {
 /** A file to write: bytes in memory, or a stream of exactly `size` bytes. */
 export type FileBody = Uint8Array | { stream: ReadableStream<Uint8Array>; size: number };
 
-export interface SupervisorClient {
-  health(): Promise<Health>;
+/**
+ * The wire contract the routes serve: the container manager's operations as they are over HTTP.
+ * Those that cross unchanged are taken from the manager's interface (one declaration); the rest
+ * differ on the wire (a stream of events, a folder listing apart from a file's bytes, bodies).
+ */
+export interface SupervisorClient
+  extends Pick<
+    ContainerManager,
+    | "health"
+    | "create"
+    | "status"
+    | "stop"
+    | "destroy"
+    | "deleteFile"
+    | "exportHome"
+    | "importHome"
+    | "settleBrowsers"
+    | "closeBrowsers"
+    | "openScreen"
+    | "closeScreen"
+    | "openControl"
+    | "closeControl"
+    | "observe"
+    | "act"
+  > {
   list(): Promise<ComputerSummary[]>;
-  create(ref: ComputerRef): Promise<CreateResult>;
-  status(ref: ComputerRef): Promise<ComputerStatus>;
-  stop(ref: ComputerRef): Promise<void>;
-  /** False when there was nothing to remove. */
-  destroy(ref: ComputerRef): Promise<boolean>;
   reconcile(homeKeys: readonly string[]): Promise<string[]>;
 
   /** Events in order, ending with one `exit`; aborting `signal` kills the command (exit 130). */
@@ -92,22 +109,6 @@ export interface SupervisorClient {
     data: FileBody,
     options?: { executable?: boolean },
   ): Promise<void>;
-  deleteFile(ref: ComputerRef, path: string): Promise<void>;
-
-  exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>>;
-  importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void>;
-  /** Waits (31 s when a browser runs) until the browsers have written what they keep in memory. */
-  settleBrowsers(ref: ComputerRef): Promise<void>;
-  /** Closes every browser gracefully and waits for them to exit; they are not restarted. */
-  closeBrowsers(ref: ComputerRef): Promise<void>;
-
-  openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
-  closeScreen(ref: ComputerRef, index: number): Promise<void>;
-  /** Kept (connections and all) when already running with `password`; replaced otherwise. */
-  openControl(ref: ComputerRef, index: number, password: string): Promise<ControlInfo>;
-  closeControl(ref: ComputerRef, index: number): Promise<void>;
-  observe(ref: ComputerRef, index: number): Promise<Observation>;
-  act(ref: ComputerRef, index: number, actions: DesktopAction[]): Promise<ActResult>;
 }
 
 interface Call {

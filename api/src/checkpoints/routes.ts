@@ -62,6 +62,18 @@ const listCheckpoints = defineRoute(
   },
 );
 
+const getCheckpoint = defineRoute(
+  { kind: "workspace", minRole: "viewer" },
+  {
+    method: "get",
+    path: `${CHECKPOINTS}/{checkpointId}`,
+    summary: "One checkpoint of the computer",
+    tags,
+    request: { params: CheckpointParams },
+    responses: { 200: json("OK", CheckpointSchema) },
+  },
+);
+
 const createCheckpoint = defineRoute(
   { kind: "workspace", minRole: "member" },
   {
@@ -150,6 +162,7 @@ export function checkpointRoutes() {
         200,
       );
     })
+    .openapi(getCheckpoint, async (c) => c.json(checkpointBody((await checkpointOf(c)).checkpoint), 200))
     .openapi(createCheckpoint, async (c) => {
       const { deps } = c.var;
       const computer = await computerOf(c);
