@@ -315,6 +315,8 @@ describe("desktop provider", () => {
     }
   });
 
+  // each close first waits out Chromium's cookie commit interval (BROWSER_SETTLE_MS)
+  const CLOSE_TIMEOUT_MS = 180_000;
   it(
     "closes the Chromium whose profile is in the home gracefully, on request and on stop, and no other",
     async () => {
@@ -369,8 +371,7 @@ describe("desktop provider", () => {
         await rm(outsideProfile, { recursive: true, force: true });
       }
     },
-    // each close first waits out Chromium's cookie commit interval (BROWSER_SETTLE_MS)
-    180_000,
+    CLOSE_TIMEOUT_MS,
   );
 
   it("keeps a home private and its parents out of reach", async () => {
