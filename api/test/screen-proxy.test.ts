@@ -384,7 +384,9 @@ describe("the screen proxy", () => {
 
   it("counts an open screen socket as use of its computer (so it is not idle)", async () => {
     const db = t.database.db;
-    const longAgo = new Date(Date.now() - 3_600_000);
+    // a minute ago: long enough to see the touch, not so long that the idle job (SANDBOX_IDLE_MS,
+    // 10 minutes) may suspend the computer before the socket opens
+    const longAgo = new Date(Date.now() - 60_000);
     await db
       .updateTable("computers")
       .set({ last_activity_at: longAgo })
