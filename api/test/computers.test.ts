@@ -246,10 +246,11 @@ describe("with the fake provider", () => {
 
     it("does not suspend a computer that was used after it was found idle", async () => {
       const { computer } = await ensureRunning(t.api.deps, await newComputer(), ACTOR);
-      const idle = idleFor(600);
+      // idle after 30 s here, while the api's own idle job (10 minutes) leaves it alone
+      const idle = idleFor(30);
       await t.database.db
         .updateTable("computers")
-        .set({ last_activity_at: new Date(Date.now() - 3_600_000) })
+        .set({ last_activity_at: new Date(Date.now() - 60_000) })
         .where("id", "=", computer.id)
         .execute();
       // found idle, then used before the suspension claims it
@@ -261,7 +262,7 @@ describe("with the fake provider", () => {
       // and once it is idle again, the same call suspends it
       await t.database.db
         .updateTable("computers")
-        .set({ last_activity_at: new Date(Date.now() - 3_600_000) })
+        .set({ last_activity_at: new Date(Date.now() - 60_000) })
         .where("id", "=", computer.id)
         .execute();
       const suspended = await stopComputer(t.api.deps, await row(computer.id), ACTOR, "idle", {
