@@ -237,15 +237,6 @@ async function checkpointedComputer() {
 }
 const checkpointCount = async (id: string) =>
   (await db().selectFrom("checkpoints").select("id").where("computer_id", "=", id).execute()).length;
-const computerAudits = async (id: string, action: string) =>
-  (
-    await db()
-      .selectFrom("audit_events")
-      .select("id")
-      .where("target_id", "=", id)
-      .where("action", "=", action)
-      .execute()
-  ).length;
 
 const settingsUpdatedAt = async () =>
   (await db().selectFrom("deployment_settings").select("updated_at").executeTakeFirstOrThrow()).updated_at;
@@ -297,7 +288,8 @@ async function writeThrough(
 }
 const sessionRow = (id: string) =>
   db().selectFrom("execution_leases").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
-const sessionAudits = async (id: string, action: string) =>
+/** How many audit events of `action` name `id` (a session, a computer) as their target. */
+const auditsOf = async (id: string, action: string) =>
   (
     await db()
       .selectFrom("audit_events")
@@ -345,7 +337,7 @@ function toolRow(
     prepare: async (caller) => {
       const session = await freshSession(caller);
       await options.before?.(session);
-      const audited = () => (options.audit ? sessionAudits(session.sessionId, options.audit) : 0);
+      const audited = () => (options.audit ? auditsOf(session.sessionId, options.audit) : 0);
       return {
         path: session.path(`${rest}${options.query ?? ""}`),
         body: options.body,
@@ -1183,8 +1175,8 @@ const MATRIX: Row[] = [
       return {
         path: `${base}/restore`,
         body: { into: "current" },
-        allowed: async () => expect(await computerAudits(id, "checkpoint.restored")).toBe(1),
-        refused: async () => expect(await computerAudits(id, "checkpoint.restored")).toBe(0),
+        allowed: async () => expect(await auditsOf(id, "checkpoint.restored")).toBe(1),
+        refused: async () => expect(await auditsOf(id, "checkpoint.restored")).toBe(0),
       };
     },
   },
@@ -1198,9 +1190,9 @@ const MATRIX: Row[] = [
         path: `${base}/archive`,
         allowed: async (r) => {
           expect(r.headers.get("content-type")).toBe("application/x-tar");
-          expect(await computerAudits(id, "checkpoint.downloaded")).toBe(1);
+          expect(await auditsOf(id, "checkpoint.downloaded")).toBe(1);
         },
-        refused: async () => expect(await computerAudits(id, "checkpoint.downloaded")).toBe(0),
+        refused: async () => expect(await auditsOf(id, "checkpoint.downloaded")).toBe(0),
       };
     },
   },
