@@ -30,7 +30,8 @@ spawn() {
   ("$@" </dev/null >>"$logfile" 2>&1 & echo $! >"$pidfile")
 }
 
-# stop_pid <pidfile>: SIGTERM, SIGKILL after 3 s; forgets the pid.
+# stop_pid <pidfile>: SIGTERM, SIGKILL after 3 s; forgets the pid. Returns once the process is gone
+# (its listening ports free for a successor).
 stop_pid() {
   [ -s "$1" ] || { rm -f "$1"; return 0; }
   pid=$(cat "$1")
@@ -40,7 +41,11 @@ stop_pid() {
     kill -0 "$pid" 2>/dev/null || return 0
     sleep 0.1
   done
-  kill -9 "$pid" 2>/dev/null || true
+  kill -9 "$pid" 2>/dev/null || return 0
+  for _ in $(seq 30); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
 }
 
 # listening <port>: a TCP socket listens on the port (read from /proc; no ss/netstat in the image).
