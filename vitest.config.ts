@@ -14,7 +14,10 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: ["{db,api,proxy,supervisor,config}/src/**/*.test.ts"] },
+        test: {
+          name: "unit",
+          include: ["{db,api,proxy,supervisor,config}/src/**/*.test.ts", "scripts/**/*.test.ts"],
+        },
       },
       {
         extends: true,

@@ -1,0 +1,19 @@
+"use client";
+
+import { useParams } from "next/navigation";
+import type { ReactNode } from "react";
+import { SignedIn } from "@/auth/signed-in.tsx";
+import { AppShell } from "@/ui/app-shell.tsx";
+
+export default function WorkspaceLayout({ children }: { children: ReactNode }) {
+  const { workspaceId } = useParams<{ workspaceId: string }>();
+  return (
+    <SignedIn>
+      {(me) => (
+        <AppShell me={me} workspaceId={workspaceId}>
+          {children}
+        </AppShell>
+      )}
+    </SignedIn>
+  );
+}

@@ -1,0 +1,5 @@
+import { PageHeader } from "@/ui/app-shell.tsx";
+
+export default function Page() {
+  return <PageHeader title="settings" />;
+}

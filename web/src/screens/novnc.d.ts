@@ -1,0 +1,19 @@
+// The part of noVNC's RFB client the dashboard uses (the package ships no types).
+declare module "@novnc/novnc" {
+  export interface RfbOptions {
+    wsProtocols?: string[];
+    shared?: boolean;
+    credentials?: { password?: string };
+  }
+  export default class RFB extends EventTarget {
+    constructor(target: HTMLElement, url: string, options?: RfbOptions);
+    viewOnly: boolean;
+    scaleViewport: boolean;
+    clipViewport: boolean;
+    resizeSession: boolean;
+    focusOnClick: boolean;
+    background: string;
+    disconnect(): void;
+    focus(): void;
+  }
+}

@@ -1,0 +1,36 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { useParams } from "next/navigation";
+import { api, type Schema, unwrap } from "@/api/client.ts";
+
+export type Workspace = Schema<"Workspace">;
+export type Role = Workspace["role"];
+
+const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
+
+/** The role allows at least `minimum` (roles are ordered viewer < member < admin < owner). */
+export function atLeast(role: Role | undefined, minimum: Role): boolean {
+  return role !== undefined && RANK[role] >= RANK[minimum];
+}
+
+export const workspacesKey = ["workspaces"] as const;
+
+export function useWorkspaces() {
+  return useQuery({
+    queryKey: workspacesKey,
+    queryFn: async () => (await unwrap(api.GET("/v1/workspaces"))).items,
+  });
+}
+
+/** The workspace of the current page (/w/[workspaceId]/…) and the caller's role in it. */
+export function useWorkspace(): {
+  workspaceId: string;
+  workspace: Workspace | undefined;
+  role: Role | undefined;
+} {
+  const { workspaceId } = useParams<{ workspaceId: string }>();
+  const { data } = useWorkspaces();
+  const workspace = data?.find((w) => w.id === workspaceId);
+  return { workspaceId, workspace, role: workspace?.role };
+}
