@@ -1,15 +1,22 @@
 // What `npm start` runs once dependencies are installed: Cubicle's processes on this machine, each
-// its own process as in production — the api, the screen proxy and, when computers run in local
-// Docker, the supervisor — sharing the development secrets the api keeps under DATA_DIR.
+// its own process as in production — the dashboard, the api, the screen proxy and, when computers run
+// in local Docker, the supervisor — sharing the development secrets the api keeps under DATA_DIR.
 import { type ChildProcess, spawn } from "node:child_process";
 import { ConfigError, parseEnv } from "../api/src/config/env.ts";
 import { resolveSecrets } from "../api/src/config/secrets.ts";
 import { ensureComputerImage, ensureDockerEngine } from "./lib/docker-engine.mjs";
 import { root } from "./lib/run.mjs";
+import { ensureWebBuilt, webServerCommand } from "./lib/web.mjs";
+
+const DEFAULT_WEB_PORT = "3000";
+const webPort = process.env.WEB_PORT?.trim() || DEFAULT_WEB_PORT;
+const webHost = process.env.WEB_HOST?.trim() || "127.0.0.1";
 
 const baseEnv: Record<string, string | undefined> = {
   ...process.env,
   NODE_ENV: process.env.NODE_ENV ?? "development",
+  // the dashboard's origin must be trusted by the api (cookie changes) and the proxy (screen sockets)
+  TRUSTED_ORIGINS: process.env.TRUSTED_ORIGINS ?? `http://${webHost}:${webPort},http://localhost:${webPort}`,
 };
 
 let api: ReturnType<typeof parseEnv>;
@@ -23,11 +30,13 @@ try {
   process.exit(78);
 }
 
+const tsx = (entry: string) => [process.execPath, "--import", "tsx", entry];
 const children = new Set<ChildProcess>();
 let stopping = false;
 
-function run(name: string, entry: string, env: Record<string, string | undefined>): void {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: root, env, stdio: "inherit" });
+function run(name: string, command: string[], env: Record<string, string | undefined>): void {
+  const [executable = process.execPath, ...args] = command;
+  const child = spawn(executable, args, { cwd: root, env, stdio: "inherit" });
   children.add(child);
   child.on("exit", (code, signal) => {
     children.delete(child);
@@ -57,6 +66,8 @@ async function supervisorAnswers(url: string): Promise<boolean> {
   }
 }
 
+ensureWebBuilt();
+
 const supervisorUrl = new URL(api.sandbox.supervisorUrl);
 const supervisorIsLocal = ["127.0.0.1", "localhost", "[::1]"].includes(supervisorUrl.hostname);
 if (
@@ -66,7 +77,7 @@ if (
 ) {
   await ensureDockerEngine();
   await ensureComputerImage();
-  run("supervisor", "supervisor/src/main.ts", {
+  run("supervisor", tsx("supervisor/src/main.ts"), {
     ...baseEnv,
     SANDBOX_SUPERVISOR_TOKEN: secrets.supervisorToken,
     DATA_DIR: api.dataDir,
@@ -75,11 +86,19 @@ if (
   });
 }
 
-run("screen proxy", "proxy/src/main.ts", {
+const apiUrl = `http://${api.host === "0.0.0.0" ? "127.0.0.1" : api.host}:${api.port}`;
+
+run("screen proxy", tsx("proxy/src/main.ts"), {
   ...baseEnv,
   SCREEN_CAPABILITY_KEY: secrets.screenCapabilityKey,
   SCREEN_CAPABILITY_PREVIOUS_KEYS: secrets.previousScreenCapabilityKeys.join(","),
-  CUBICLE_API_URL: `http://${api.host === "0.0.0.0" ? "127.0.0.1" : api.host}:${api.port}`,
+  CUBICLE_API_URL: apiUrl,
   PROXY_ALLOWED_ORIGINS: process.env.PROXY_ALLOWED_ORIGINS ?? api.trustedOrigins.join(","),
 });
-run("api", "api/src/main.ts", baseEnv);
+run("api", tsx("api/src/main.ts"), baseEnv);
+run("dashboard", webServerCommand(webPort, webHost), {
+  ...baseEnv,
+  CUBICLE_API_URL: apiUrl,
+  NEXT_TELEMETRY_DISABLED: "1",
+  NODE_ENV: "production",
+});

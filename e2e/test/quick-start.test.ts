@@ -75,9 +75,11 @@ describe("quick start", () => {
     const port = await findFreePort();
     const proxyPort = await findFreePort();
     const supervisorPort = await findFreePort();
+    const webPort = await findFreePort();
     const ports = {
       PORT: String(port),
       PROXY_PORT: String(proxyPort),
+      WEB_PORT: String(webPort),
       SANDBOX_SUPERVISOR_URL: `http://127.0.0.1:${supervisorPort}`,
     };
     const run = startCommand(ports);
@@ -98,6 +100,12 @@ describe("quick start", () => {
       run.output,
     );
     expect(await supervisorHealth.json()).toMatchObject({ ok: true, docker: "ok" });
+    // and the dashboard, which answers for the api on its own origin
+    const signIn = await waitForHealth(`http://127.0.0.1:${webPort}/sign-in`, run.exited, run.output);
+    expect(signIn.status).toBe(200);
+    expect(await signIn.text()).toContain("Sign in");
+    const forwarded = await fetch(`http://127.0.0.1:${webPort}/health`);
+    expect(await forwarded.json()).toMatchObject({ ok: true, db: "ok", sandbox: "docker" });
 
     // Development secrets were generated, kept private, and survive a restart.
     const secretFile = join(run.dataDir, "secrets", "better-auth-secret");

@@ -6,7 +6,6 @@ import { useRouter } from "next/navigation";
 import { type FormEvent, useState } from "react";
 import { api, unwrap } from "@/api/client.ts";
 import { ErrorNote } from "@/ui/feedback.tsx";
-import { meKey } from "./session.ts";
 
 const MIN_PASSWORD = 10;
 
