@@ -22,6 +22,7 @@ import { memberRoutes } from "./members/routes.ts";
 import { referenceRoutes } from "./openapi/reference.ts";
 import { screenRoutes } from "./screens/routes.ts";
 import { sessionRoutes } from "./sessions/routes.ts";
+import { computerToolRoutes } from "./tools/computer-routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 const OPENAPI_PATH = "/openapi.json";
@@ -52,6 +53,7 @@ export function createApp(deps: AppDeps) {
   app.route("/", deploymentRoutes());
   app.route("/", botRoutes());
   app.route("/", computerRoutes());
+  app.route("/", computerToolRoutes());
   app.route("/", checkpointRoutes());
   app.route("/", screenRoutes());
   app.route("/", sessionRoutes());

@@ -199,6 +199,29 @@ const auditedFor = async (leaseId: string, action: string) =>
       .execute()
   ).filter((row) => row.data.leaseId === leaseId).length;
 
+/** A path on the world's Team Computer, for its people's tools. */
+const onComputer = (rest: string) => ws(`/v1/workspaces/{workspaceId}/computers/${computerId}${rest}`);
+const fileOnComputer = (path: string) => onComputer(`/files/content?path=${path}`);
+/** Puts a file in the Team Computer's home as the owner. */
+async function placeFile(path: string, content: string) {
+  expectStatus(
+    await w.people.owner.put(fileOnComputer(path), content, {
+      headers: { "content-type": "application/octet-stream" },
+    }),
+    204,
+  );
+}
+/** How many `action` events on the Team Computer carry `value` in their data's `field`. */
+const computerAudits = async (action: string, field: string, value: string) =>
+  (
+    await db()
+      .selectFrom("audit_events")
+      .select("data")
+      .where("action", "=", action)
+      .where("target_id", "=", computerId)
+      .execute()
+  ).filter((row) => row.data[field] === value).length;
+
 /** A bot of the world's workspace, made by the owner; Private ones get their own computer. */
 async function freshBot(mode: "team" | "private" = "team") {
   return expectStatus(
@@ -1310,6 +1333,98 @@ const MATRIX: Row[] = [
         path: screen(4, `/control/${leaseId}`),
         allowed: async () => expect(await leaseRow(leaseId)).toMatchObject({ release_reason: "released" }),
         refused: async () => expect((await leaseRow(leaseId)).released_at).toBeNull(),
+      };
+    },
+  },
+
+  // Computer tools (people's shell and files on the whole home)
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/shell",
+    expect: adminsOnly(200),
+    prepare: async () => {
+      const marker = unique("shell");
+      const command = `echo ${marker}`;
+      return {
+        path: onComputer("/shell"),
+        body: { command },
+        allowed: async (r) => {
+          expect(r.text).toContain(`"data":"${marker}\\n"`);
+          expect(await computerAudits("computer.shell", "command", command)).toBe(1);
+        },
+        refused: async () => expect(await computerAudits("computer.shell", "command", command)).toBe(0),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/files",
+    expect: membersAndKeys(200),
+    prepare: async () => {
+      const name = unique("listed");
+      await placeFile(`shared/${name}`, "here");
+      return {
+        path: onComputer("/files?path=shared"),
+        allowed: (r) => expect(r.json.items).toContainEqual(expect.objectContaining({ name, size: 4 })),
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/files",
+    expect: adminsOnly(204),
+    prepare: async () => {
+      const path = `shared/${unique("doomed")}`;
+      await placeFile(path, "bye");
+      const present = async () => (await w.people.owner.get(fileOnComputer(path))).status;
+      return {
+        path: onComputer(`/files?path=${path}`),
+        allowed: async () => {
+          expect(await present()).toBe(404);
+          expect(await computerAudits("computer.file_deleted", "path", path)).toBe(1);
+        },
+        refused: async () => {
+          expect(await present()).toBe(200);
+          expect(await computerAudits("computer.file_deleted", "path", path)).toBe(0);
+        },
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/files/content",
+    expect: membersAndKeys(200),
+    prepare: async () => {
+      const path = `shared/${unique("read")}`;
+      await placeFile(path, "hi");
+      return {
+        path: fileOnComputer(path),
+        allowed: (r) => {
+          expect(r.text).toBe("hi");
+          expect(r.headers.get("content-disposition")).toContain("attachment");
+        },
+      };
+    },
+  },
+  {
+    method: "PUT",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/files/content",
+    expect: adminsOnly(204),
+    prepare: async () => {
+      const path = `shared/${unique("written")}`;
+      const stored = () => w.people.owner.get(fileOnComputer(path));
+      return {
+        path: fileOnComputer(path),
+        body: "written",
+        headers: { "content-type": "application/octet-stream" },
+        allowed: async () => {
+          expect((await stored()).text).toBe("written");
+          expect(await computerAudits("computer.file_written", "path", path)).toBe(1);
+        },
+        refused: async () => {
+          expect((await stored()).status).toBe(404);
+          expect(await computerAudits("computer.file_written", "path", path)).toBe(0);
+        },
       };
     },
   },

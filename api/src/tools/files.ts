@@ -55,6 +55,20 @@ export async function readBody(request: Request, max: number, what: string): Pro
   return Buffer.concat(chunks);
 }
 
+/**
+ * A Content-Disposition that saves the download as `name`: an ASCII-only `filename` for old
+ * clients, and the name itself in `filename*` (RFC 6266), percent-encoded so no quote or
+ * separator in a file's name can break the header.
+ */
+export function attachment(name: string): string {
+  const fallback = name.replace(/[^A-Za-z0-9._-]/g, "_");
+  const encoded = encodeURIComponent(name).replace(
+    /['()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
 /** An archive entry's name as a relative path without `./` or a trailing slash ("" for the root). */
 const entryName = (name: string) =>
   name

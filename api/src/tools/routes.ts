@@ -17,14 +17,25 @@ import {
   runLaunch,
   shellQuote,
 } from "./apps.ts";
-import { folderArchive, MAX_FILE_BYTES, MAX_UPLOAD_BYTES, readBody, unpackInto } from "./files.ts";
-import { screenOf, toolSession } from "./session.ts";
 import {
-  DEFAULT_SHELL_OUTPUT_BYTES,
-  MAX_SHELL_OUTPUT_BYTES,
-  MAX_SHELL_TIMEOUT_MS,
-  shellStream,
-} from "./shell.ts";
+  attachment,
+  folderArchive,
+  MAX_FILE_BYTES,
+  MAX_UPLOAD_BYTES,
+  readBody,
+  unpackInto,
+} from "./files.ts";
+import {
+  FileListSchema,
+  PathQuery,
+  RawBody,
+  SHELL_STREAM_DESCRIPTION,
+  ShellEvents,
+  ShellRequestSchema,
+  WriteQuery,
+} from "./schemas.ts";
+import { screenOf, toolSession } from "./session.ts";
+import { shellResponse } from "./shell.ts";
 
 const SESSION_PATH = "/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}";
 
@@ -37,26 +48,6 @@ const PATHS_DESCRIPTION =
 const ACCESS_NOTE = `Only the session's holder may call it, while the session is open. ${FENCE_DESCRIPTION}`;
 
 const describe = (...parts: string[]) => [...parts, ACCESS_NOTE].join(" ");
-
-const PathQuery = (required: boolean) =>
-  z.object({
-    path: required
-      ? z.string().min(1).max(4_096).openapi({ description: "The file or folder (see above)." })
-      : z.string().max(4_096).default("").openapi({ description: "The folder; empty for the start folder." }),
-  });
-
-const FileEntrySchema = z
-  .object({
-    name: z.string(),
-    path: z.string().openapi({
-      description: "Relative to the computer's home; on a Team Computer it can be passed back as is.",
-    }),
-    type: z.enum(["file", "directory", "symlink"]),
-    size: z.number().int(),
-    executable: z.boolean(),
-    modifiedAt: z.string(),
-  })
-  .openapi("FileEntry");
 
 const ActResultSchema = z
   .object({
@@ -207,63 +198,21 @@ const launchApp = defineRoute(MEMBER, {
   },
 });
 
-const ShellRequestSchema = z
-  .object({
-    command: z.string().min(1).max(100_000).openapi({ description: "Run by `sh -c` on the computer." }),
-    cwd: z
-      .string()
-      .max(4_096)
-      .optional()
-      .openapi({ description: "Working folder; the start folder by default." }),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_SHELL_TIMEOUT_MS)
-      .optional()
-      .openapi({ description: `Default SANDBOX_COMMAND_TIMEOUT_MS; at most ${MAX_SHELL_TIMEOUT_MS}.` }),
-    env: z
-      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "a variable name"), z.string().max(32_768))
-      .optional(),
-    maxOutputBytes: z.number().int().min(1).max(MAX_SHELL_OUTPUT_BYTES).optional(),
-  })
-  .openapi("ShellRequest");
-
-const ShellEventSchema = z
-  .object({
-    type: z.enum(["stdout", "stderr", "exit", "error"]),
-    data: z.string().optional(),
-    code: z.union([z.number().int(), z.string()]).optional(),
-    message: z.string().optional(),
-    truncated: z.boolean().optional(),
-  })
-  .openapi("ShellEvent");
-
 const shell = defineRoute(MEMBER, {
   tags,
   method: "post",
   path: `${SESSION_PATH}/shell`,
   summary: "Run a command, streaming its output",
   description: describe(
-    'Answers `application/x-ndjson`: one JSON object per line — `{type:"stdout"|"stderr",data}` as the ' +
-      'command writes, then `{type:"exit",code,message?,truncated}` (124 when it timed out, 130 when ' +
-      'aborted). A failure after the stream began ends it with `{type:"error",code,message}`. Closing the ' +
-      "connection kills the command. It sees `DISPLAY` of the session's screen (when it has one). " +
-      `Output past \`maxOutputBytes\` (default ${DEFAULT_SHELL_OUTPUT_BYTES}) is dropped. A long command does ` +
-      `not keep the session alive: heartbeat meanwhile. ${PATHS_DESCRIPTION}`,
+    `${SHELL_STREAM_DESCRIPTION} It sees \`DISPLAY\` of the session's screen (when it has one). A long ` +
+      `command does not keep the session alive: heartbeat meanwhile. ${PATHS_DESCRIPTION}`,
   ),
   request: {
     params: SessionParams,
     headers: FenceHeaders,
     body: { required: true, content: { "application/json": { schema: ShellRequestSchema } } },
   },
-  responses: {
-    200: {
-      description: "The command's events",
-      content: { "application/x-ndjson": { schema: ShellEventSchema } },
-    },
-    409: STALE_409,
-  },
+  responses: { 200: ShellEvents, 409: STALE_409 },
 });
 
 const listFiles = defineRoute(MEMBER, {
@@ -274,10 +223,7 @@ const listFiles = defineRoute(MEMBER, {
   description: describe(PATHS_DESCRIPTION),
   request: { params: SessionParams, headers: FenceHeaders, query: PathQuery(false) },
   responses: {
-    200: json(
-      "The folder's entries, sorted by name",
-      z.object({ path: z.string(), items: z.array(FileEntrySchema) }).openapi("FileList"),
-    ),
+    200: json("The folder's entries, sorted by name", FileListSchema),
     409: STALE_409,
   },
 });
@@ -321,13 +267,8 @@ const writeFile = defineRoute(MEMBER, {
   request: {
     params: SessionParams,
     headers: FenceHeaders,
-    query: PathQuery(true).extend({
-      executable: z.enum(["true", "false"]).optional(),
-    }),
-    body: {
-      required: true,
-      content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } },
-    },
+    query: WriteQuery,
+    body: RawBody,
   },
   responses: {
     204: { description: "Written" },
@@ -466,11 +407,8 @@ export function toolRoutes() {
       return c.json({ screen, display: env.DISPLAY ?? null }, 202);
     })
     .openapi(shell, async (c) => {
-      const deps = c.var.deps;
       const session = await sessionOf(c);
       const body = c.req.valid("json");
-      const cwd = body.cwd === undefined ? session.paths.start : session.paths.resolve(body.cwd);
-      const timeoutMs = body.timeoutMs ?? deps.env.sandbox.commandTimeoutMs;
       // Graphical programs the command starts land on the session's own screen.
       const screen = session.session.screen_index;
       const { provider } = session.machine;
@@ -478,21 +416,11 @@ export function toolRoutes() {
         screen !== null && provider.capabilities.graphical
           ? (displayVariables(provider.kind, screen) ?? {})
           : {};
-      await session.audit("session.shell", { command: body.command.slice(0, 2_000), cwd, timeoutMs });
-      const request = {
-        command: body.command,
-        cwd,
-        env: { ...display, ...body.env },
-        timeoutMs,
-        maxOutputBytes: body.maxOutputBytes ?? DEFAULT_SHELL_OUTPUT_BYTES,
-      };
-      const stream = await session.use(() =>
-        shellStream(session.machine, request, [c.req.raw.signal, deps.stopping]),
-      );
-      return c.body(stream, 200, {
-        "content-type": "application/x-ndjson; charset=utf-8",
-        "cache-control": "no-store",
-        "x-content-type-options": "nosniff",
+      return shellResponse(c, body, {
+        cwd: body.cwd === undefined ? session.paths.start : session.paths.resolve(body.cwd),
+        env: display,
+        audit: (data) => session.audit("session.shell", data),
+        use: (work) => session.use(() => work(session.machine)),
       });
     })
     .openapi(listFiles, async (c) => {
@@ -545,10 +473,9 @@ export function toolRoutes() {
         await provider.listFiles(ref, path);
         return folderArchive(await provider.exportHome(ref), path);
       });
-      const name = (path.split("/").at(-1) || "home").replace(/[^A-Za-z0-9._-]/g, "_");
       return c.body(archive, 200, {
         "content-type": "application/x-tar",
-        "content-disposition": `attachment; filename="${name}.tar"`,
+        "content-disposition": attachment(`${path.split("/").at(-1) || "home"}.tar`),
         "cache-control": "no-store",
       });
     })

@@ -1,6 +1,9 @@
+import type { Context } from "hono";
 import type { Machine } from "../computers/repository.ts";
+import type { AppEnv } from "../context.ts";
 import { toHttpProblem } from "../http/errors.ts";
 import type { CommandEvent, CommandRequest } from "../providers/contract.ts";
+import type { ShellRequest } from "./schemas.ts";
 
 /** The longest a caller may let one command run (the default is SANDBOX_COMMAND_TIMEOUT_MS). */
 export const MAX_SHELL_TIMEOUT_MS = 3_600_000;
@@ -26,12 +29,52 @@ function errorLine(error: unknown): ShellLine {
     : { type: "error", code: "INTERNAL", message: "the command's output stream failed" };
 }
 
+/** Where a shell route runs the caller's command, and how it records it. */
+export interface ShellTarget {
+  /** The home-relative working folder. */
+  cwd: string;
+  /** Variables the route sets, under the caller's own. */
+  env: Record<string, string>;
+  audit(data: Record<string, unknown>): Promise<void>;
+  /** Runs the provider work on the machine (a session's resumes a computer found gone and retries). */
+  use<T>(work: (machine: Machine) => Promise<T>): Promise<T>;
+}
+
+/**
+ * Every shell route's answer: the command is audited before it runs (a command that never ends
+ * is on record too), then its events stream back as NDJSON.
+ */
+export async function shellResponse(
+  c: Context<AppEnv>,
+  body: ShellRequest,
+  target: ShellTarget,
+): Promise<Response> {
+  const deps = c.var.deps;
+  const timeoutMs = body.timeoutMs ?? deps.env.sandbox.commandTimeoutMs;
+  await target.audit({ command: body.command.slice(0, 2_000), cwd: target.cwd, timeoutMs });
+  const request = {
+    command: body.command,
+    cwd: target.cwd,
+    env: { ...target.env, ...body.env },
+    timeoutMs,
+    maxOutputBytes: body.maxOutputBytes ?? DEFAULT_SHELL_OUTPUT_BYTES,
+  };
+  const stream = await target.use((machine) =>
+    shellStream(machine, request, [c.req.raw.signal, deps.stopping]),
+  );
+  return c.body(stream, 200, {
+    "content-type": "application/x-ndjson; charset=utf-8",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+  });
+}
+
 /**
  * Runs the command and returns its events as NDJSON, one JSON object per line, ending with the
  * `exit` event (or an `error` line when the stream broke after it began). The command is killed
  * when any of `signals` aborts: the client went away, or the api is shutting down.
  */
-export async function shellStream(
+async function shellStream(
   machine: Machine,
   request: Omit<CommandRequest, "signal">,
   signals: AbortSignal[],
