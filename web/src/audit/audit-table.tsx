@@ -1,0 +1,92 @@
+import { Time } from "@/ui/time.tsx";
+import styles from "./audit.module.css";
+import type { AuditEvent } from "./queries.ts";
+
+const ACTOR_TYPES: Record<AuditEvent["actor"]["type"], string> = {
+  user: "Person",
+  api_key: "API key",
+  system: "System",
+  anonymous: "Anonymous",
+};
+
+export function AuditTable({ events, label }: { events: AuditEvent[]; label: string }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="visually-hidden">{label}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Time</th>
+            <th scope="col">Actor</th>
+            <th scope="col">Action</th>
+            <th scope="col">Object</th>
+            <th scope="col">IP</th>
+            <th scope="col">Details</th>
+          </tr>
+        </thead>
+        <tbody>
+          {events.map((event) => (
+            <AuditRow key={event.id} event={event} />
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function AuditRow({ event }: { event: AuditEvent }) {
+  const { actor, target } = event;
+  const hasData = Object.keys(event.data).length > 0;
+  return (
+    <tr>
+      <td className={styles.time}>
+        {/* Exact, since an audit trail is read for when; the relative time helps scanning. */}
+        <time dateTime={event.occurredAt}>{new Date(event.occurredAt).toLocaleString()}</time>
+        <div className="small muted">
+          <Time iso={event.occurredAt} />
+        </div>
+      </td>
+      <td>
+        {actor.label ?? actor.id ?? <span className="muted">unknown</span>}
+        <div className="small muted">
+          {ACTOR_TYPES[actor.type]}
+          {actor.id && actor.label ? (
+            <>
+              {" "}
+              <code>{actor.id}</code>
+            </>
+          ) : null}
+        </div>
+      </td>
+      <td>
+        <code>{event.action}</code>
+      </td>
+      <td>
+        {target ? (
+          <>
+            {target.type}
+            <div className="small">
+              <code>{target.id}</code>
+            </div>
+          </>
+        ) : (
+          <span className="muted">none</span>
+        )}
+      </td>
+      <td>{event.ip ?? <span className="muted">none</span>}</td>
+      <td>
+        {hasData || event.requestId ? (
+          <details>
+            <summary className="small">Show</summary>
+            {hasData ? <pre className={styles.data}>{JSON.stringify(event.data, null, 2)}</pre> : null}
+            {event.requestId ? (
+              <div className="small muted">
+                Request <code>{event.requestId}</code>
+              </div>
+            ) : null}
+          </details>
+        ) : null}
+      </td>
+    </tr>
+  );
+}

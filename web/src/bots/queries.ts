@@ -1,0 +1,68 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { api, type Schema, unwrap } from "@/api/client.ts";
+import type { Role } from "@/workspaces/queries.ts";
+
+export type Bot = Schema<"Bot">;
+export type ComputerMode = Bot["computerMode"];
+
+/** The api lets admins and owners create, switch and archive bots (api/src/bots/routes.ts). */
+export const MANAGE_BOTS: Role = "admin";
+
+/** Lengths the api accepts for a name and for each charter text. */
+export const BOT_LIMITS = { name: 100, charter: 2_000 } as const;
+
+const botsKey = (workspaceId: string) => ["bots", workspaceId] as const;
+
+export function useBots(workspaceId: string, includeArchived: boolean) {
+  return useQuery({
+    queryKey: [...botsKey(workspaceId), { includeArchived }],
+    queryFn: async () =>
+      (
+        await unwrap(
+          api.GET("/v1/workspaces/{workspaceId}/bots", {
+            params: { path: { workspaceId }, query: { includeArchived: includeArchived ? "true" : "false" } },
+          }),
+        )
+      ).items,
+    // Busy and idle follow sessions that automations open and end elsewhere.
+    refetchInterval: 10_000,
+  });
+}
+
+/** A change to one bot; the list is fetched again afterwards, since status and computer follow from it. */
+function useBotChange<Input>(workspaceId: string, change: (input: Input) => Promise<Bot>) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: change,
+    onSuccess: () => client.invalidateQueries({ queryKey: botsKey(workspaceId) }),
+  });
+}
+
+export function useCreateBot(workspaceId: string) {
+  return useBotChange(workspaceId, (body: Schema<"CreateBot">) =>
+    unwrap(api.POST("/v1/workspaces/{workspaceId}/bots", { params: { path: { workspaceId } }, body })),
+  );
+}
+
+export function useSwitchBotMode(workspaceId: string, botId: string) {
+  return useBotChange(workspaceId, (body: Schema<"SwitchBotMode">) =>
+    unwrap(
+      api.POST("/v1/workspaces/{workspaceId}/bots/{botId}/mode", {
+        params: { path: { workspaceId, botId } },
+        body,
+      }),
+    ),
+  );
+}
+
+export function useArchiveBot(workspaceId: string, botId: string) {
+  return useBotChange(workspaceId, () =>
+    unwrap(
+      api.POST("/v1/workspaces/{workspaceId}/bots/{botId}/archive", {
+        params: { path: { workspaceId, botId } },
+      }),
+    ),
+  );
+}
