@@ -17,6 +17,10 @@ const baseEnv: Record<string, string | undefined> = {
   NODE_ENV: process.env.NODE_ENV ?? "development",
   // the dashboard's origin must be trusted by the api (cookie changes) and the proxy (screen sockets)
   TRUSTED_ORIGINS: process.env.TRUSTED_ORIGINS ?? `http://${webHost}:${webPort},http://localhost:${webPort}`,
+  // browsers open screens on the proxy this command runs, wherever PROXY_PORT puts it
+  PROXY_PUBLIC_URL:
+    process.env.PROXY_PUBLIC_URL ??
+    (process.env.PROXY_PORT ? `ws://127.0.0.1:${process.env.PROXY_PORT}` : undefined),
 };
 
 let api: ReturnType<typeof parseEnv>;

@@ -1,26 +1,36 @@
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
+import { shellResult } from "../../api/test/support/sessions.ts";
 import { launchChromium } from "./support/browser.ts";
-import { screenshotBothThemes } from "./support/dashboard.ts";
+import { canvasRegion, distinctCanvasColors, screenshotBothThemes } from "./support/dashboard.ts";
 import { type Stack, startStack } from "./support/stack.ts";
 
 /**
  * The dashboard as people use it: Debian's Chromium drives the built Next.js dashboard, which talks
- * to the real api; live screens come from real Docker computers through the real proxy.
+ * to the real api; live screens come from a real Docker computer through the real proxy. The three
+ * journeys share one deployment and run in order: the admin's sets up what the others use.
  */
 const JOURNEY_TIMEOUT_MS = 600_000;
+const BOOT_TIMEOUT_MS = 180_000;
+const PASSWORD = "correct horse battery";
+// Screen 0 of a Docker computer: an xterm at the top left, Chromium beside it (see computer-image).
+const XTERM_POINT = { x: 100, y: 150 };
+const XTERM_REGION = { x: 2, y: 22, width: 224, height: 120 };
 
 let stack: Stack;
 let browser: Browser;
-const workspaceIds: string[] = [];
+let admin: { context: BrowserContext; page: Page };
+const world = { workspaceId: "", computerId: "", bots: {} as Record<string, string> };
 
 beforeAll(async () => {
   [stack, browser] = await Promise.all([startStack(), launchChromium()]);
+  admin = await newPage();
 }, 240_000);
 
 afterAll(async () => {
   await browser?.close();
-  await stack?.close(workspaceIds);
+  await stack?.close(world.workspaceId ? [world.workspaceId] : []);
 });
 
 async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
@@ -30,31 +40,279 @@ async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
   return { context, page };
 }
 
-async function signUp(page: Page, person: { name: string; email: string; password: string }): Promise<void> {
+async function signUp(page: Page, person: { name: string; email: string }): Promise<void> {
   await page.goto("/sign-up");
   await page.getByLabel("Name").fill(person.name);
   await page.getByLabel("Email").fill(person.email);
-  await page.getByLabel("Password").fill(person.password);
+  await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign up" }).click();
 }
 
-describe("dashboard", () => {
+async function createBot(page: Page, bot: { name: string; mode: "Team" | "Private"; why?: string }) {
+  await page.getByLabel("Name", { exact: true }).fill(bot.name);
+  await page.getByLabel("What it does").fill(`${bot.name} files the night shift's reports`);
+  await page.getByLabel("Boundary it never crosses").fill("Never pays anyone");
+  await page.getByRole("radio", { name: bot.mode }).check();
+  if (bot.why) await page.getByLabel("Why it is private").fill(bot.why);
+  await page.getByRole("button", { name: "Create bot" }).click();
+  await expect.poll(() => page.getByRole("cell", { name: bot.name, exact: true }).count()).toBe(1);
+}
+
+const mainScreen = (page: Page) => page.getByTestId("main-screen");
+const thumb = (page: Page, index: number) => page.getByTestId(`screen-thumb-${index}`);
+
+/** Waits until a live screen is connected in this mode and shows a real picture. */
+async function waitForLive(screen: Locator, mode: "view" | "control"): Promise<void> {
+  await expect
+    .poll(
+      async () => `${await screen.getAttribute("data-status")}/${await screen.getAttribute("data-mode")}`,
+      {
+        timeout: 60_000,
+      },
+    )
+    .toBe(`connected/${mode}`);
+  await expect.poll(() => distinctCanvasColors(screen), { timeout: 30_000 }).toBeGreaterThan(8);
+}
+
+/** Clicks a point of the remote screen (in its own pixels) on the scaled canvas. */
+async function clickRemote(screen: Locator, point: { x: number; y: number }): Promise<void> {
+  const canvas = screen.locator("canvas");
+  const box = await canvas.boundingBox();
+  const size = await canvas.evaluate((c: HTMLCanvasElement) => ({ width: c.width, height: c.height }));
+  if (!box) throw new Error("the live screen has no canvas on the page");
+  await canvas.click({
+    position: { x: (point.x * box.width) / size.width, y: (point.y * box.height) / size.height },
+  });
+}
+
+async function openTeamComputer(page: Page): Promise<void> {
+  await page.goto(`/w/${world.workspaceId}/computers`);
+  await page.getByRole("link", { name: "Team Computer" }).first().click();
+  await page.waitForURL(/\/computers\/[^/]+$/);
+}
+
+/** A titled part of a page (its h2). */
+const section = (page: Page, title: string) =>
+  page.locator("section", { has: page.getByRole("heading", { level: 2, name: title, exact: true }) });
+
+async function auditActions(page: Page): Promise<string[]> {
+  return page
+    .getByRole("table", { name: /audit events/i })
+    .locator("tbody tr")
+    .allInnerTexts();
+}
+
+describe("dashboard on the real stack", () => {
   it(
-    "admin journey: sign up, workspace, bots, live screen, control, checkpoint, restore, audit",
+    "admin journey: sign up → workspace → bots → live screen → control → release → checkpoint → restore → audit",
     async () => {
-      const { context, page } = await newPage();
+      const { page } = admin;
+      await page.goto("/sign-in");
+      await screenshotBothThemes(page, "sign-in");
       await page.goto("/sign-up");
       await screenshotBothThemes(page, "sign-up");
-      await signUp(page, { name: "Ada Admin", email: "ada@example.test", password: "correct horse battery" });
+      await signUp(page, { name: "Ada Admin", email: "ada@example.test" });
       await page.waitForURL("**/workspaces/new");
-      await screenshotBothThemes(page, "new-workspace");
+      await screenshotBothThemes(page, "workspace-new");
       await page.getByLabel("Workspace name").fill("Night shift");
       await page.getByRole("button", { name: "Create workspace" }).click();
       await page.waitForURL(/\/w\/[^/]+\/computers$/);
-      const workspaceId = new URL(page.url()).pathname.split("/")[2] ?? "";
-      workspaceIds.push(workspaceId);
-      expect(workspaceId).not.toBe("");
-      await context.close();
+      world.workspaceId = new URL(page.url()).pathname.split("/")[2] ?? "";
+      expect(world.workspaceId).not.toBe("");
+
+      // two Team bots and one Private bot, through the charter form
+      await page.getByRole("link", { name: "Bots" }).click();
+      await page.getByRole("heading", { level: 1, name: "Bots" }).first().waitFor();
+      await page
+        .getByText(/share browser sessions/i)
+        .first()
+        .first()
+        .waitFor();
+      await createBot(page, { name: "Scout", mode: "Team" });
+      await createBot(page, { name: "Clerk", mode: "Team" });
+      await createBot(page, { name: "Vault", mode: "Private", why: "Holds the payroll login" });
+      await screenshotBothThemes(page, "bots");
+
+      // start the Team Computer; its live screen shows in the grid
+      await page.getByRole("link", { name: "Computers" }).click();
+      await page.getByRole("heading", { level: 1, name: "Computers" }).first().waitFor();
+      await openTeamComputer(page);
+      world.computerId = new URL(page.url()).pathname.split("/").at(-1) ?? "";
+      await page.getByRole("button", { name: "Start", exact: true }).click();
+      await waitForLive(thumb(page, 0), "view");
+      await waitForLive(mainScreen(page), "view");
+      await screenshotBothThemes(page, "computer");
+
+      // take control and type into the xterm: the next frames show the text
+      await page.getByRole("button", { name: "Take control" }).click();
+      await waitForLive(mainScreen(page), "control");
+      await page.getByRole("button", { name: "Renew" }).first().waitFor();
+      await clickRemote(mainScreen(page), XTERM_POINT);
+      const beforeTyping = await canvasRegion(mainScreen(page), XTERM_REGION);
+      await page.keyboard.type("echo typed-through-the-dashboard", { delay: 20 });
+      await expect
+        .poll(() => canvasRegion(mainScreen(page), XTERM_REGION), { timeout: 20_000 })
+        .not.toBe(beforeTyping);
+      await screenshotBothThemes(page, "computer-control");
+
+      // release: the viewer is view-only again and typing changes nothing
+      await page.getByRole("button", { name: "Release" }).click();
+      await waitForLive(mainScreen(page), "view");
+      await page.getByRole("button", { name: "Take control" }).first().waitFor();
+      await clickRemote(mainScreen(page), XTERM_POINT);
+      const afterRelease = await canvasRegion(mainScreen(page), XTERM_REGION);
+      await page.keyboard.type("this must not arrive", { delay: 20 });
+      await page.waitForTimeout(3_000);
+      expect(await canvasRegion(mainScreen(page), XTERM_REGION)).toBe(afterRelease);
+
+      // a checkpoint, then restore it into the current computer
+      const timeline = section(page, "Checkpoints");
+      await page.getByRole("button", { name: "Take checkpoint" }).click();
+      await expect
+        .poll(() => timeline.getByRole("button", { name: "Restore" }).count(), { timeout: 120_000 })
+        .toBeGreaterThan(0);
+      await timeline.getByRole("button", { name: "Restore" }).first().click();
+      const dialog = page.getByRole("dialog");
+      await dialog
+        .getByRole("button", { name: /restore/i })
+        .last()
+        .click();
+      await expect
+        .poll(() => timeline.getByText(/before-restore/i).count(), { timeout: 120_000 })
+        .toBeGreaterThan(0);
+
+      // the audit page lists every step
+      await page.getByRole("link", { name: "Audit log" }).click();
+      await page.getByRole("heading", { level: 1, name: "Audit log" }).first().waitFor();
+      await page.getByLabel(/whole deployment/i).check();
+      await expect
+        .poll(async () => (await auditActions(page)).join("\n"), { timeout: 30_000 })
+        .toContain("checkpoint.restored");
+      const trail = (await auditActions(page)).join("\n");
+      for (const action of [
+        "auth.sign_up",
+        "workspace.created",
+        "bot.created",
+        "computer.started",
+        "screen.control_taken",
+        "screen.control_released",
+        "checkpoint.created",
+        "checkpoint.restored",
+      ])
+        expect(trail, `the audit page lists ${action}`).toContain(action);
+      expect(trail.match(/bot\.created/g)?.length).toBe(3);
+      await screenshotBothThemes(page, "audit");
+    },
+    JOURNEY_TIMEOUT_MS,
+  );
+
+  it(
+    "viewer journey: a viewer watches the live screen, has no Take control, and the api refuses control",
+    async () => {
+      await admin.page.goto(`/w/${world.workspaceId}/members`);
+      await admin.page.getByLabel("Email address").fill("vic@example.test");
+      await admin.page.getByLabel("Invite as").selectOption("viewer");
+      await admin.page.getByRole("button", { name: "Invite", exact: true }).click();
+      await expect
+        .poll(() => admin.page.getByRole("table", { name: "Pending invitations" }).innerText())
+        .toContain("vic@example.test");
+      await screenshotBothThemes(admin.page, "members");
+
+      const viewer = await newPage();
+      await signUp(viewer.page, { name: "Vic Viewer", email: "vic@example.test" });
+      await viewer.page.waitForURL("**/workspaces/new");
+      await viewer.page.goto("/invitations");
+      await screenshotBothThemes(viewer.page, "invitations");
+      await viewer.page.getByRole("button", { name: "Accept" }).click();
+      await viewer.page.waitForURL(`**/w/${world.workspaceId}/computers`);
+      await openTeamComputer(viewer.page);
+      await waitForLive(mainScreen(viewer.page), "view");
+      expect(await viewer.page.getByRole("button", { name: "Take control" }).count()).toBe(0);
+
+      const screens = `/v1/workspaces/${world.workspaceId}/computers/${world.computerId}/screens/0`;
+      const asViewer = { headers: { origin: stack.webUrl } };
+      const control = await viewer.page.request.post(`${screens}/control`, asViewer);
+      expect(control.status()).toBe(403);
+      expect(await control.json()).toMatchObject({ code: "ROLE_FORBIDDEN" });
+      const capability = await viewer.page.request.post(`${screens}/capabilities`, {
+        ...asViewer,
+        data: { mode: "control" },
+      });
+      expect(capability.status()).toBe(403);
+      await viewer.context.close();
+    },
+    JOURNEY_TIMEOUT_MS,
+  );
+
+  it(
+    "automation journey: an API key made in the dashboard opens a session, runs a command, writes a file; the dashboard shows both",
+    async () => {
+      const { page } = admin;
+      await page.goto(`/w/${world.workspaceId}/api-keys`);
+      await page.getByLabel("Name", { exact: true }).fill("nightly reports");
+      await page.getByLabel("Role").selectOption("member");
+      await page.getByRole("button", { name: "Create API key" }).click();
+      const key = await page.getByLabel("Your new API key").inputValue();
+      expect(key.length).toBeGreaterThan(20);
+      await page.getByRole("button", { name: "Copy" }).first().waitFor();
+      await screenshotBothThemes(page, "api-keys");
+
+      const automation = new TestClient(stack.apiUrl, []);
+      const bots = expectStatus(
+        await automation.get(`/v1/workspaces/${world.workspaceId}/bots`, { apiKey: key }),
+        200,
+      );
+      const scout = (bots.json.items as { id: string; name: string }[]).find((b) => b.name === "Scout");
+      if (!scout) throw new Error("the Scout bot is missing");
+      const base = `/v1/workspaces/${world.workspaceId}/bots/${scout.id}/sessions`;
+      const opened = expectStatus(await automation.post(base, undefined, { apiKey: key }), 201).json;
+      const session = { apiKey: key, headers: { "x-session-fence": String(opened.fence) } };
+      const shell = shellResult(
+        await automation.post(
+          `${base}/${opened.sessionId}/shell`,
+          { command: "echo report ready; pwd" },
+          session,
+        ),
+      );
+      expect(shell.stdout).toBe(`report ready\n/home/cubicle/bots/${scout.id}\n`);
+      expect(shell.exit).toMatchObject({ code: 0 });
+      expectStatus(
+        await automation.put(
+          `${base}/${opened.sessionId}/files/content?path=report.txt`,
+          "numbers for the night",
+          {
+            ...session,
+            headers: { ...session.headers, "content-type": "application/octet-stream" },
+          },
+        ),
+        204,
+      );
+
+      // the dashboard shows the session and the file
+      await openTeamComputer(page);
+      const sessions = section(page, "Sessions");
+      await expect.poll(() => sessions.innerText(), { timeout: 30_000 }).toContain("Scout");
+      const files = section(page, "Files");
+      await files
+        .getByRole("link", { name: /Scout/ })
+        .or(files.getByRole("button", { name: /Scout/ }))
+        .first()
+        .click();
+      await expect.poll(() => files.innerText(), { timeout: 30_000 }).toContain("report.txt");
+      await screenshotBothThemes(page, "computer-files");
+
+      expectStatus(
+        await automation.post(`${base}/${opened.sessionId}/end`, { outcome: "success" }, session),
+        200,
+      );
+      for (const [name, path] of [
+        ["computers", "computers"],
+        ["settings", "settings"],
+      ] as const) {
+        await page.goto(`/w/${world.workspaceId}/${path}`);
+        await page.getByRole("heading", { level: 1 }).waitFor();
+        await screenshotBothThemes(page, name);
+      }
     },
     JOURNEY_TIMEOUT_MS,
   );

@@ -7,7 +7,7 @@ import { atLeast, useWorkspace } from "@/workspaces/queries.ts";
 import { AuditFilters } from "./audit-filters.tsx";
 import { AuditTable } from "./audit-table.tsx";
 import { EMPTY_FILTERS, type FixedAuditFilters, toAuditQuery } from "./filters.ts";
-import { useAuditEvents } from "./queries.ts";
+import { type AuditScope, useAuditEvents } from "./queries.ts";
 
 /**
  * The workspace's audit trail, newest first, with filters and paging. A page can pin filters for its
@@ -17,15 +17,17 @@ import { useAuditEvents } from "./queries.ts";
 export function AuditTrail({
   fixed = {},
   label = "Audit events, newest first",
+  scope = "workspace",
 }: {
   fixed?: FixedAuditFilters;
   label?: string;
+  scope?: AuditScope;
 }) {
   return (
     <WithRole>
       {(role) =>
         atLeast(role, "admin") ? (
-          <Trail fixed={fixed} label={label} />
+          <Trail fixed={fixed} label={label} scope={scope} />
         ) : (
           <RoleRequired role={role} minimum="admin" action="read the audit log" />
         )
@@ -34,11 +36,11 @@ export function AuditTrail({
   );
 }
 
-function Trail({ fixed, label }: { fixed: FixedAuditFilters; label: string }) {
+function Trail({ fixed, label, scope }: { fixed: FixedAuditFilters; label: string; scope: AuditScope }) {
   const { workspaceId } = useWorkspace();
   const [draft, setDraft] = useState(EMPTY_FILTERS);
   const [applied, setApplied] = useState(EMPTY_FILTERS);
-  const events = useAuditEvents(workspaceId, toAuditQuery(applied, fixed));
+  const events = useAuditEvents(workspaceId, toAuditQuery(applied, fixed), scope);
   const items = events.data?.pages.flatMap((page) => page.items) ?? [];
   const filtered = Object.values(applied).some(Boolean);
   return (

@@ -1,8 +1,9 @@
 "use client";
 
 import type RFB from "@novnc/novnc";
-import { useEffect, useRef, useState } from "react";
+import { type ReactNode, useEffect, useRef, useState } from "react";
 import { api, unwrap } from "@/api/client.ts";
+import styles from "./screens.module.css";
 
 export type ScreenMode = "view" | "control";
 export type ViewerStatus = "connecting" | "connected" | "reconnecting" | "failed";
@@ -12,9 +13,20 @@ export type ViewerStatus = "connecting" | "connected" | "reconnecting" | "failed
 const RETRY_DELAYS_MS = [500, 1_000, 2_000, 4_000, 8_000];
 
 /**
+ * A capability names the proxy (PROXY_PUBLIC_URL, which may carry a path prefix); the proxy takes
+ * screen sockets at `/screen` under it (SCREEN_PATH in proxy/src/server.ts), as every client does.
+ */
+const screenSocketUrl = (proxyUrl: string) => `${proxyUrl.replace(/\/+$/, "")}/screen`;
+
+/**
  * One live screen through the screen proxy: asks the api for a single-use capability for exactly
  * this (computer, screen, mode) and hands it to noVNC as a WebSocket subprotocol, never in the URL.
  * In `view` mode input is never sent; `control` needs the caller's control lease on the screen.
+ * A change of mode opens a new socket with a new capability, so a released screen is view-only
+ * at once (the proxy closes the control socket too).
+ *
+ * `children` are laid over the picture (a thumbnail's "show this screen" button), inside the
+ * figure, so that the figure (with `data-testid`, `data-status`, `data-mode`) is what gets clicked.
  */
 export function ScreenViewer({
   workspaceId,
@@ -23,6 +35,9 @@ export function ScreenViewer({
   mode,
   label,
   className,
+  testId,
+  epoch,
+  children,
 }: {
   workspaceId: string;
   computerId: string;
@@ -30,11 +45,22 @@ export function ScreenViewer({
   mode: ScreenMode;
   label: string;
   className?: string;
+  testId?: string;
+  /**
+   * Changes when the machine behind the screen may have changed (the computer's `updatedAt` moves with
+   * every state change): the viewer then connects afresh, with a fresh set of retries.
+   */
+  epoch?: string;
+  children?: ReactNode;
 }) {
   const target = useRef<HTMLDivElement>(null);
+  const client = useRef<RFB | null>(null);
   const [status, setStatus] = useState<ViewerStatus>("connecting");
   const [error, setError] = useState<string | null>(null);
+  // Bumped by "Reconnect" after the retries gave up: the effect below starts over.
+  const [generation, setGeneration] = useState(0);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `generation` and `epoch` only restart the connection
   useEffect(() => {
     let rfb: RFB | null = null;
     let stopped = false;
@@ -54,9 +80,10 @@ export function ScreenViewer({
           ),
         ]);
         if (stopped || !target.current) return;
-        rfb = new Rfb(target.current, capability.url, {
+        rfb = new Rfb(target.current, screenSocketUrl(capability.url), {
           wsProtocols: [capability.protocol, capability.token],
         });
+        client.current = rfb;
         rfb.viewOnly = mode === "view";
         rfb.scaleViewport = true;
         rfb.background = "transparent";
@@ -67,6 +94,7 @@ export function ScreenViewer({
         });
         rfb.addEventListener("disconnect", () => {
           rfb = null;
+          client.current = null;
           retry("The screen's connection closed.");
         });
       } catch (cause) {
@@ -92,26 +120,47 @@ export function ScreenViewer({
       stopped = true;
       clearTimeout(timer);
       rfb?.disconnect();
+      client.current = null;
     };
-  }, [workspaceId, computerId, screen, mode]);
+  }, [workspaceId, computerId, screen, mode, generation, epoch]);
 
+  const controlling = mode === "control";
   return (
-    <figure className={`screen ${className ?? ""}`} data-status={status} data-mode={mode}>
-      <div
-        ref={target}
-        className="screen-canvas"
-        role="img"
-        aria-label={`${label} (${mode === "control" ? "you control it" : "view only"})`}
-      />
+    <figure
+      className={`screen ${className ?? ""}`}
+      data-status={status}
+      data-mode={mode}
+      data-testid={testId}
+    >
+      <div className={styles.stage}>
+        <div
+          ref={target}
+          className="screen-canvas"
+          role="img"
+          aria-label={`${label} (${controlling ? "you control it" : "view only"})`}
+        />
+        {children}
+      </div>
       <figcaption className="row small">
         <span>{label}</span>
         <span
           className={`badge ${status === "connected" ? "ok" : status === "failed" ? "danger" : "warn"}`}
           role="status"
         >
-          {status === "connected" ? (mode === "control" ? "Live · controlling" : "Live · view only") : status}
+          {status === "connected" ? (controlling ? "Live · controlling" : "Live · view only") : status}
         </span>
         {error && status !== "connected" ? <span className="muted">{error}</span> : null}
+        {status === "failed" ? (
+          <button type="button" onClick={() => setGeneration((n) => n + 1)}>
+            Reconnect
+          </button>
+        ) : null}
+        {controlling && status === "connected" ? (
+          // The canvas is not in the tab order (noVNC's choice); keyboard users get here instead.
+          <button type="button" onClick={() => client.current?.focus()}>
+            Type into the screen
+          </button>
+        ) : null}
       </figcaption>
     </figure>
   );

@@ -1,15 +1,14 @@
-"use client";
-
-import { useParams } from "next/navigation";
-import { ScreenViewer } from "@/screens/screen-viewer.tsx";
+import { ComputersTable } from "@/computers/computers-table.tsx";
 import { PageHeader } from "@/ui/app-shell.tsx";
 
 export default function Page() {
-  const { workspaceId } = useParams<{ workspaceId: string }>();
   return (
     <>
-      <PageHeader title="computers" />
-      <ScreenViewer workspaceId={workspaceId} computerId="x" screen={0} mode="view" label="probe" />
+      <PageHeader
+        title="Computers"
+        description="The Team Computer and the bots' Private Computers: what they are doing, who uses which screen."
+      />
+      <ComputersTable />
     </>
   );
 }

@@ -1,0 +1,82 @@
+"use client";
+
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { api, type Schema, unwrap } from "@/api/client.ts";
+import type { Person } from "@/auth/session.ts";
+import { type Computer, computerKey } from "@/computers/queries.ts";
+
+export type ControlLease = Computer["control"][number];
+
+/** The live control lease of one screen, if anyone holds one (per the computer's record). */
+export const leaseOf = (computer: Computer, screen: number): ControlLease | undefined =>
+  computer.control.find((lease) => lease.index === screen);
+
+/**
+ * Take, renew and release (or, for admins, revoke) control of one screen. Each answer is written into
+ * the computer's cached record at once, so the viewer switches mode without waiting for the next poll;
+ * the record is then read again to be sure.
+ */
+export function useScreenControl(computer: Computer, screen: number, me: Person) {
+  const client = useQueryClient();
+  const { workspaceId, id: computerId } = computer;
+  const key = computerKey(workspaceId, computerId);
+  const path = { workspaceId, computerId, index: String(screen) };
+
+  const setLease = (lease: ControlLease | null) =>
+    client.setQueryData<Computer>(key, (old) =>
+      old
+        ? {
+            ...old,
+            control: [...old.control.filter((one) => one.index !== screen), ...(lease ? [lease] : [])],
+          }
+        : old,
+    );
+  const mine = (granted: Schema<"ControlLease">): ControlLease => ({
+    index: granted.screen,
+    leaseId: granted.leaseId,
+    holder: { id: me.userId, name: me.name },
+    expiresAt: granted.expiresAt,
+  });
+  const refresh = () => client.invalidateQueries({ queryKey: key, exact: true });
+  // A poll answered before the change must not put the old lease back after it.
+  const holdPolls = () => client.cancelQueries({ queryKey: key, exact: true });
+
+  const take = useMutation({
+    onMutate: holdPolls,
+    mutationFn: () =>
+      unwrap(
+        api.POST("/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control", {
+          params: { path },
+        }),
+      ),
+    onSuccess: (granted) => setLease(mine(granted)),
+    onSettled: refresh,
+  });
+  const renew = useMutation({
+    onMutate: holdPolls,
+    mutationFn: (leaseId: string) =>
+      unwrap(
+        api.POST(
+          "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control/{leaseId}/renew",
+          {
+            params: { path: { ...path, leaseId } },
+          },
+        ),
+      ),
+    onSuccess: (renewed) => setLease(mine(renewed)),
+    onSettled: refresh,
+  });
+  /** Release one's own lease; revoking someone else's is the same call (admins and owners only). */
+  const end = useMutation({
+    onMutate: holdPolls,
+    mutationFn: (leaseId: string) =>
+      unwrap(
+        api.DELETE("/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control/{leaseId}", {
+          params: { path: { ...path, leaseId } },
+        }),
+      ),
+    onSuccess: () => setLease(null),
+    onSettled: refresh,
+  });
+  return { take, renew, end };
+}
