@@ -103,7 +103,7 @@ describe("view capabilities", () => {
       const body = expectStatus(await mint(client, 2, "view", options), 201).json;
       expect(body, who).toMatchObject({
         mode: "view",
-        url: "ws://127.0.0.1:3200",
+        url: "ws://127.0.0.1:3200/screen",
         protocol: SCREEN_PROTOCOL,
       });
       const expiresAt = new Date(body.expiresAt).getTime();

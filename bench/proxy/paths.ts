@@ -1,7 +1,7 @@
 /** The ways the bench's RFB client reaches the same x11vnc: each opens a fresh byte stream. */
 import { connect } from "node:net";
 import type { Duplex } from "node:stream";
-import { CapabilityKeyring, mintCapability, SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
+import { CapabilityKeyring, mintCapability, SCREEN_PATH, SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
 import { createWebSocketStream, WebSocket } from "ws";
 
 export interface RfbPath {
@@ -47,7 +47,7 @@ export function proxyPath(port: number, capabilityKey: string, vncPort: number):
         // type None, which the bridge takes when VNC Authentication is not on offer.
         target: { kind: "vnc", host: "127.0.0.1", port: vncPort, password: "" },
       });
-      return openWebSocket(`ws://127.0.0.1:${port}/screen`, [SCREEN_PROTOCOL, token]);
+      return openWebSocket(`ws://127.0.0.1:${port}${SCREEN_PATH}`, [SCREEN_PROTOCOL, token]);
     },
   };
 }

@@ -1,9 +1,10 @@
+import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { shellResult } from "../../api/test/support/sessions.ts";
 import { launchChromium } from "./support/browser.ts";
-import { canvasRegion, distinctCanvasColors, screenshotBothThemes } from "./support/dashboard.ts";
+import { ARTIFACTS, canvasRegion, distinctCanvasColors, screenshotBothThemes } from "./support/dashboard.ts";
 import { type Stack, startStack } from "./support/stack.ts";
 
 /**
@@ -33,6 +34,15 @@ afterAll(async () => {
   await stack?.close(world.workspaceId ? [world.workspaceId] : []);
 });
 
+// what the admin saw when a journey failed, for whoever reads the run's output
+afterEach(async ({ task }) => {
+  if (task.result?.state === "fail")
+    await admin?.page.screenshot({
+      path: join(ARTIFACTS, `failed-${task.name.split(":")[0]}.png`),
+      fullPage: true,
+    });
+});
+
 async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ baseURL: stack.webUrl, viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
@@ -55,7 +65,8 @@ async function createBot(page: Page, bot: { name: string; mode: "Team" | "Privat
   await page.getByRole("radio", { name: bot.mode }).check();
   if (bot.why) await page.getByLabel("Why it is private").fill(bot.why);
   await page.getByRole("button", { name: "Create bot" }).click();
-  await expect.poll(() => page.getByRole("cell", { name: bot.name, exact: true }).count()).toBe(1);
+  const list = page.getByRole("table", { name: "All bots" });
+  await expect.poll(() => list.getByText(bot.name, { exact: true }).count()).toBe(1);
 }
 
 const mainScreen = (page: Page) => page.getByTestId("main-screen");
@@ -178,8 +189,8 @@ describe("dashboard on the real stack", () => {
         .last()
         .click();
       await expect
-        .poll(() => timeline.getByText(/before-restore/i).count(), { timeout: 120_000 })
-        .toBeGreaterThan(0);
+        .poll(() => timeline.getByRole("table").innerText(), { timeout: 120_000 })
+        .toContain("Before a restore");
 
       // the audit page lists every step
       await page.getByRole("link", { name: "Audit log" }).click();
@@ -194,7 +205,7 @@ describe("dashboard on the real stack", () => {
         "workspace.created",
         "bot.created",
         "computer.started",
-        "screen.control_taken",
+        "screen.control_granted",
         "screen.control_released",
         "checkpoint.created",
         "checkpoint.restored",
@@ -293,13 +304,17 @@ describe("dashboard on the real stack", () => {
       const sessions = section(page, "Sessions");
       await expect.poll(() => sessions.innerText(), { timeout: 30_000 }).toContain("Scout");
       const files = section(page, "Files");
-      await files
-        .getByRole("link", { name: /Scout/ })
-        .or(files.getByRole("button", { name: /Scout/ }))
-        .first()
-        .click();
+      await files.getByRole("button", { name: `bots/${scout.id}/` }).click();
       await expect.poll(() => files.innerText(), { timeout: 30_000 }).toContain("report.txt");
       await screenshotBothThemes(page, "computer-files");
+
+      // on a tablet the computer page fits the width (nothing scrolls sideways)
+      await page.setViewportSize({ width: 768, height: 1024 });
+      await expect
+        .poll(() => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth))
+        .toBeLessThanOrEqual(0);
+      await screenshotBothThemes(page, "computer-tablet");
+      await page.setViewportSize({ width: 1280, height: 900 });
 
       expectStatus(
         await automation.post(`${base}/${opened.sessionId}/end`, { outcome: "success" }, session),

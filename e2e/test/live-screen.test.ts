@@ -138,7 +138,7 @@ for (const stack of STACKS) {
       const path = `/v1/workspaces/${world.workspaceId}/computers/${computer.id}/screens/${stack.screen}/capabilities`;
       const capability = expectStatus(await world.people.viewer.post(path, { mode: "view" }), 201).json;
 
-      expect(capability.url).toBe(`ws://127.0.0.1:${proxy.port}`);
+      expect(capability.url).toBe(`ws://127.0.0.1:${proxy.port}/screen`);
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
       const requested: string[] = [];
       page.on("request", (request) => requested.push(request.url()));
@@ -156,7 +156,7 @@ for (const stack of STACKS) {
       await page.evaluate(
         ({ url, protocol, token }) =>
           (window as unknown as { openScreen: (...args: unknown[]) => void }).openScreen(
-            `${url}/screen`,
+            url,
             protocol,
             token,
             true,

@@ -10,6 +10,7 @@ import { ControlLeaseWatch } from "./api-link/control-leases.ts";
 import {
   CapabilityKeyring,
   CapabilityRefused,
+  SCREEN_PATH,
   SCREEN_PROTOCOL,
   type VerifiedCapability,
   verifyCapability,
@@ -23,8 +24,6 @@ export { ConfigError } from "@cubicle/config";
 export { type ProxyConfig, parseProxyConfig } from "./config.ts";
 export { CLOSE } from "./sockets/screen-socket.ts";
 
-/** The one path screen sockets open on. */
-export const SCREEN_PATH = "/screen";
 // Often enough that a watched computer never looks idle (SANDBOX_IDLE_MS is minutes).
 const ACTIVITY_REPORT_MS = 15_000;
 // A control socket may open a moment before the proxy hears of its brand-new lease.

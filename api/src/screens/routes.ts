@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { SCREEN_MODES, SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
+import { SCREEN_MODES, SCREEN_PROTOCOL, SCREEN_PATH as SOCKET_PATH } from "@cubicle/proxy/capability";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
@@ -45,7 +45,7 @@ const CapabilitySchema = z
     }),
     expiresAt: z.string().datetime(),
     mode: z.enum(SCREEN_MODES as ["view", "control"]),
-    url: z.string().openapi({ description: "The proxy's WebSocket URL." }),
+    url: z.string().openapi({ description: "The WebSocket URL to open (the proxy's screen socket)." }),
     protocol: z.string().openapi({ description: "The WebSocket subprotocol to ask for beside the token." }),
   })
   .openapi("ScreenCapability");
@@ -176,7 +176,7 @@ export function screenRoutes() {
           token: minted.token,
           expiresAt: iso(minted.expiresAt),
           mode,
-          url: c.var.deps.env.screens.proxyPublicUrl,
+          url: `${c.var.deps.env.screens.proxyPublicUrl.replace(/\/+$/, "")}${SOCKET_PATH}`,
           protocol: SCREEN_PROTOCOL,
         },
         201,

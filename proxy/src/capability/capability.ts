@@ -16,6 +16,8 @@ const SCREEN_CAPABILITY: SignedTokenKind = {
 
 /** The WebSocket subprotocol a browser names beside its token, and the one the proxy answers with. */
 export const SCREEN_PROTOCOL = "cubicle.screen.v1";
+/** The one path screen sockets open on, below the proxy's public URL. */
+export const SCREEN_PATH = "/screen";
 
 export interface CapabilityGrant {
   /** Who opens the socket: `user:<id>` or `api_key:<id>`. */

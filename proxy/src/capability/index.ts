@@ -4,6 +4,7 @@ export {
   type MintedCapability,
   mintCapability,
   type ReplayGuard,
+  SCREEN_PATH,
   SCREEN_PROTOCOL,
   type VerifiedCapability,
   verifyCapability,

@@ -6384,7 +6384,7 @@ export interface components {
             expiresAt: string;
             /** @enum {string} */
             mode: "view" | "control";
-            /** @description The proxy's WebSocket URL. */
+            /** @description The WebSocket URL to open (the proxy's screen socket). */
             url: string;
             /** @description The WebSocket subprotocol to ask for beside the token. */
             protocol: string;

@@ -16,8 +16,6 @@ const RETRY_DELAYS_MS = [500, 1_000, 2_000, 4_000, 8_000];
  * A capability names the proxy (PROXY_PUBLIC_URL, which may carry a path prefix); the proxy takes
  * screen sockets at `/screen` under it (SCREEN_PATH in proxy/src/server.ts), as every client does.
  */
-const screenSocketUrl = (proxyUrl: string) => `${proxyUrl.replace(/\/+$/, "")}/screen`;
-
 /**
  * One live screen through the screen proxy: asks the api for a single-use capability for exactly
  * this (computer, screen, mode) and hands it to noVNC as a WebSocket subprotocol, never in the URL.
@@ -80,7 +78,7 @@ export function ScreenViewer({
           ),
         ]);
         if (stopped || !target.current) return;
-        rfb = new Rfb(target.current, screenSocketUrl(capability.url), {
+        rfb = new Rfb(target.current, capability.url, {
           wsProtocols: [capability.protocol, capability.token],
         });
         client.current = rfb;
