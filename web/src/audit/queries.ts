@@ -25,5 +25,7 @@ export function useAuditEvents(workspaceId: string, query: Omit<AuditQuery, "cur
     },
     initialPageParam: null as string | null,
     getNextPageParam: (page) => page.nextCursor,
+    // a trail shown beside live work (the computer page) keeps up with it
+    refetchInterval: 15_000,
   });
 }
