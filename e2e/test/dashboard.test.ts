@@ -320,14 +320,13 @@ describe("dashboard on the real stack", () => {
         await automation.post(`${base}/${opened.sessionId}/end`, { outcome: "success" }, session),
         200,
       );
-      for (const [name, path] of [
-        ["computers", "computers"],
-        ["settings", "settings"],
-      ] as const) {
-        await page.goto(`/w/${world.workspaceId}/${path}`);
-        await page.getByRole("heading", { level: 1 }).waitFor();
-        await screenshotBothThemes(page, name);
-      }
+      await page.goto(`/w/${world.workspaceId}/computers`);
+      await page.getByRole("link", { name: "Team Computer" }).first().waitFor();
+      await screenshotBothThemes(page, "computers");
+      await page.goto(`/w/${world.workspaceId}/settings`);
+      await page.getByLabel("Allow new sign-ups").waitFor();
+      await page.getByText("docker", { exact: true }).first().waitFor();
+      await screenshotBothThemes(page, "settings");
     },
     JOURNEY_TIMEOUT_MS,
   );
