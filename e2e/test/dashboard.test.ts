@@ -4,7 +4,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { shellResult } from "../../api/test/support/sessions.ts";
 import { launchChromium } from "./support/browser.ts";
-import { ARTIFACTS, canvasRegion, distinctCanvasColors, screenshotBothThemes } from "./support/dashboard.ts";
+import {
+  ARTIFACTS,
+  canvasRegion,
+  distinctCanvasColors,
+  screenshotBothThemes,
+  visibleText,
+} from "./support/dashboard.ts";
 import { type Stack, startStack } from "./support/stack.ts";
 
 /**
@@ -13,7 +19,6 @@ import { type Stack, startStack } from "./support/stack.ts";
  * journeys share one deployment and run in order: the admin's sets up what the others use.
  */
 const JOURNEY_TIMEOUT_MS = 600_000;
-const BOOT_TIMEOUT_MS = 180_000;
 const PASSWORD = "correct horse battery";
 // Screen 0 of a Docker computer: an xterm at the top left, Chromium beside it (see computer-image).
 const XTERM_POINT = { x: 100, y: 150 };
@@ -157,7 +162,8 @@ describe("dashboard on the real stack", () => {
       // take control and type into the xterm: the next frames show the text
       await page.getByRole("button", { name: "Take control" }).click();
       await waitForLive(mainScreen(page), "control");
-      await page.getByRole("button", { name: "Renew" }).first().waitFor();
+      await page.getByText(/Your control ends in \d+:\d\d/).waitFor();
+      await page.getByRole("button", { name: "Renew" }).click();
       await clickRemote(mainScreen(page), XTERM_POINT);
       const beforeTyping = await canvasRegion(mainScreen(page), XTERM_REGION);
       await page.keyboard.type("echo typed-through-the-dashboard", { delay: 20 });
@@ -176,6 +182,22 @@ describe("dashboard on the real stack", () => {
       await page.waitForTimeout(3_000);
       expect(await canvasRegion(mainScreen(page), XTERM_REGION)).toBe(afterRelease);
 
+      // a command runs with its output streamed, and a file goes up through the file browser
+      await page.getByLabel("Command", { exact: true }).fill("echo streamed-from-the-runner; id -un");
+      await page.getByRole("button", { name: "Run" }).click();
+      const output = page.getByTestId("command-output");
+      await expect.poll(() => visibleText(output), { timeout: 30_000 }).toContain("[exit code 0]");
+      expect(await visibleText(output)).toContain("streamed-from-the-runner\ncubicle");
+      await section(page, "Files")
+        .getByLabel("Choose a file")
+        .setInputFiles({
+          name: "notes.txt",
+          mimeType: "text/plain",
+          buffer: Buffer.from("for the night shift"),
+        });
+      await page.getByRole("button", { name: "Upload" }).click();
+      await expect.poll(() => visibleText(section(page, "Files").getByRole("table"))).toContain("notes.txt");
+
       // a checkpoint, then restore it into the current computer
       const timeline = section(page, "Checkpoints");
       await page.getByRole("button", { name: "Take checkpoint" }).click();
@@ -189,7 +211,7 @@ describe("dashboard on the real stack", () => {
         .last()
         .click();
       await expect
-        .poll(() => timeline.getByRole("table").innerText(), { timeout: 120_000 })
+        .poll(() => visibleText(timeline.getByRole("table")), { timeout: 120_000 })
         .toContain("Before a restore");
 
       // the audit page lists every step
@@ -206,7 +228,10 @@ describe("dashboard on the real stack", () => {
         "bot.created",
         "computer.started",
         "screen.control_granted",
+        "screen.control_renewed",
         "screen.control_released",
+        "computer.shell",
+        "computer.file_written",
         "checkpoint.created",
         "checkpoint.restored",
       ])
@@ -218,14 +243,14 @@ describe("dashboard on the real stack", () => {
   );
 
   it(
-    "viewer journey: a viewer watches the live screen, has no Take control, and the api refuses control",
+    "viewer journey: a viewer watches the live screen, has no Take control, the api refuses control; sign out and in",
     async () => {
       await admin.page.goto(`/w/${world.workspaceId}/members`);
       await admin.page.getByLabel("Email address").fill("vic@example.test");
       await admin.page.getByLabel("Invite as").selectOption("viewer");
       await admin.page.getByRole("button", { name: "Invite", exact: true }).click();
       await expect
-        .poll(() => admin.page.getByRole("table", { name: "Pending invitations" }).innerText())
+        .poll(() => visibleText(admin.page.getByRole("table", { name: "Pending invitations" })))
         .toContain("vic@example.test");
       await screenshotBothThemes(admin.page, "members");
 
@@ -250,6 +275,16 @@ describe("dashboard on the real stack", () => {
         data: { mode: "control" },
       });
       expect(capability.status()).toBe(403);
+
+      // signing out ends the session; signing in again comes back to the workspace
+      await viewer.page.getByRole("button", { name: "Sign out" }).click();
+      await viewer.page.waitForURL("**/sign-in");
+      const me = await viewer.page.request.get("/v1/me");
+      expect(me.status()).toBe(401);
+      await viewer.page.getByLabel("Email").fill("vic@example.test");
+      await viewer.page.getByLabel("Password").fill(PASSWORD);
+      await viewer.page.getByRole("button", { name: "Sign in" }).click();
+      await viewer.page.waitForURL(`**/w/${world.workspaceId}/computers`);
       await viewer.context.close();
     },
     JOURNEY_TIMEOUT_MS,
@@ -302,10 +337,10 @@ describe("dashboard on the real stack", () => {
       // the dashboard shows the session and the file
       await openTeamComputer(page);
       const sessions = section(page, "Sessions");
-      await expect.poll(() => sessions.innerText(), { timeout: 30_000 }).toContain("Scout");
+      await expect.poll(() => visibleText(sessions), { timeout: 30_000 }).toContain("Scout");
       const files = section(page, "Files");
       await files.getByRole("button", { name: `bots/${scout.id}/` }).click();
-      await expect.poll(() => files.innerText(), { timeout: 30_000 }).toContain("report.txt");
+      await expect.poll(() => visibleText(files), { timeout: 30_000 }).toContain("report.txt");
       await screenshotBothThemes(page, "computer-files");
 
       // on a tablet the computer page fits the width (nothing scrolls sideways)

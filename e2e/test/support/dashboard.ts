@@ -41,3 +41,9 @@ export function canvasRegion(
     return String(hash);
   }, region);
 }
+
+/** The text a person sees in the element (Playwright's innerText: what closed dialogs hold is left out). */
+export function visibleText(element: Locator): Promise<string> {
+  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText(), not the DOM property
+  return element.innerText();
+}
