@@ -37,6 +37,8 @@ export function CreateApiKeyForm({
         onSuccess: (created) => {
           setName("");
           onCreated(created);
+          // the secret lives in the box shown once, not in the mutation cache for minutes more
+          create.reset();
         },
       },
     );

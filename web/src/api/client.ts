@@ -10,12 +10,17 @@ export type Schema<Name extends keyof components["schemas"]> = components["schem
  */
 export const api = createClient<paths>({ baseUrl: "", credentials: "same-origin" });
 
+type ProblemBody = Schema<"Problem">;
+/** Which fields of a request were invalid, and why (a 400 VALIDATION_FAILED names them). */
+export type FieldError = NonNullable<ProblemBody["errors"]>[number];
+
 /** An RFC 9457 problem the api answered with, as an Error the UI can show. */
 export class Problem extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     readonly detail: string,
+    readonly errors: FieldError[] = [],
   ) {
     super(detail);
     this.name = "Problem";
@@ -31,17 +36,19 @@ export async function problemOf(response: Response, body?: unknown): Promise<Pro
       json = undefined;
     }
   }
-  const fields = (json ?? {}) as { code?: unknown; detail?: unknown; title?: unknown };
+  const fields = (json ?? {}) as { code?: unknown; detail?: unknown; title?: unknown; errors?: unknown };
   const detail =
     typeof fields.detail === "string" && fields.detail
       ? fields.detail
       : typeof fields.title === "string" && fields.title
         ? fields.title
         : `The server answered ${response.status} ${response.statusText}.`;
+  const errors = Array.isArray(fields.errors) ? (fields.errors as FieldError[]) : [];
   return new Problem(
     response.status,
     typeof fields.code === "string" ? fields.code : `HTTP_${response.status}`,
     detail,
+    errors,
   );
 }
 

@@ -18,16 +18,22 @@ export function AuditTrail({
   fixed = {},
   label = "Audit events, newest first",
   scope = "workspace",
+  poll = false,
 }: {
   fixed?: FixedAuditFilters;
   label?: string;
   scope?: AuditScope;
+  /** Keep it current (beside live work, as on the computer page). */
+  poll?: boolean;
 }) {
+  // The whole deployment's trail is the deployment owner's (the page offers it only to them),
+  // whatever their role in this workspace.
+  if (scope === "deployment") return <Trail fixed={fixed} label={label} scope={scope} poll={poll} />;
   return (
     <WithRole>
       {(role) =>
         atLeast(role, "admin") ? (
-          <Trail fixed={fixed} label={label} scope={scope} />
+          <Trail fixed={fixed} label={label} scope={scope} poll={poll} />
         ) : (
           <RoleRequired role={role} minimum="admin" action="read the audit log" />
         )
@@ -36,11 +42,21 @@ export function AuditTrail({
   );
 }
 
-function Trail({ fixed, label, scope }: { fixed: FixedAuditFilters; label: string; scope: AuditScope }) {
+function Trail({
+  fixed,
+  label,
+  scope,
+  poll,
+}: {
+  fixed: FixedAuditFilters;
+  label: string;
+  scope: AuditScope;
+  poll: boolean;
+}) {
   const { workspaceId } = useWorkspace();
   const [draft, setDraft] = useState(EMPTY_FILTERS);
   const [applied, setApplied] = useState(EMPTY_FILTERS);
-  const events = useAuditEvents(workspaceId, toAuditQuery(applied, fixed), scope);
+  const events = useAuditEvents(workspaceId, toAuditQuery(applied, fixed), scope, poll);
   const items = events.data?.pages.flatMap((page) => page.items) ?? [];
   const filtered = Object.values(applied).some(Boolean);
   return (

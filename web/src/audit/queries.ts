@@ -10,7 +10,12 @@ export type AuditEvent = Schema<"AuditEvent">;
 export type AuditScope = "workspace" | "deployment";
 
 /** Pages of the trail, newest first; each page names the cursor of the next (older) one. */
-export function useAuditEvents(workspaceId: string, query: Omit<AuditQuery, "cursor">, scope: AuditScope) {
+export function useAuditEvents(
+  workspaceId: string,
+  query: Omit<AuditQuery, "cursor">,
+  scope: AuditScope,
+  poll: boolean,
+) {
   return useInfiniteQuery({
     queryKey: ["audit", scope, workspaceId, query],
     queryFn: ({ pageParam }) => {
@@ -25,7 +30,7 @@ export function useAuditEvents(workspaceId: string, query: Omit<AuditQuery, "cur
     },
     initialPageParam: null as string | null,
     getNextPageParam: (page) => page.nextCursor,
-    // a trail shown beside live work (the computer page) keeps up with it
-    refetchInterval: 15_000,
+    // every loaded page is fetched again on each tick, so only trails beside live work poll
+    refetchInterval: poll ? 15_000 : false,
   });
 }

@@ -2,6 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schema, unwrap } from "@/api/client.ts";
+import { computersKey } from "@/computers/queries.ts";
 import type { Role } from "@/workspaces/queries.ts";
 
 export type Bot = Schema<"Bot">;
@@ -36,7 +37,12 @@ function useBotChange<Input>(workspaceId: string, change: (input: Input) => Prom
   const client = useQueryClient();
   return useMutation({
     mutationFn: change,
-    onSuccess: () => client.invalidateQueries({ queryKey: botsKey(workspaceId) }),
+    // a bot's mode and life decide which computers exist and whose names they carry
+    onSuccess: () =>
+      Promise.all([
+        client.invalidateQueries({ queryKey: botsKey(workspaceId) }),
+        client.invalidateQueries({ queryKey: computersKey(workspaceId) }),
+      ]),
   });
 }
 

@@ -35,14 +35,19 @@ export async function runShell({
 
   const reader = data.pipeThrough(new TextDecoderStream()).getReader();
   let buffered = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffered += value;
-    // One JSON object per line; the last piece may be half a line, kept for the next chunk.
-    const lines = buffered.split("\n");
-    buffered = lines.pop() ?? "";
-    for (const line of lines) if (line.trim()) onEvent(JSON.parse(line) as ShellEvent);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffered += value;
+      // One JSON object per line; the last piece may be half a line, kept for the next chunk.
+      const lines = buffered.split("\n");
+      buffered = lines.pop() ?? "";
+      for (const line of lines) if (line.trim()) onEvent(JSON.parse(line) as ShellEvent);
+    }
+    if (buffered.trim()) onEvent(JSON.parse(buffered) as ShellEvent);
+  } finally {
+    // whatever ended the reading (a garbled line too), the command must not run on unread
+    void reader.cancel().catch(() => undefined);
   }
-  if (buffered.trim()) onEvent(JSON.parse(buffered) as ShellEvent);
 }

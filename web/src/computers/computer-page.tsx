@@ -60,7 +60,10 @@ function ComputerDetails({ computerId, role }: { computerId: string; role: Role 
         title={computerName(data)}
         description={
           <span className={styles.facts}>
-            <ComputerStateBadge state={data.state} detail={data.stateDetail} />
+            {/* announced: booting → running is what the person is waiting for */}
+            <span role="status">
+              <ComputerStateBadge state={data.state} detail={data.stateDetail} />
+            </span>
             <span>
               Provider <ProviderNote computer={data} />
             </span>
@@ -123,6 +126,7 @@ function ComputerDetails({ computerId, role }: { computerId: string; role: Role 
 
         <Section title="Audit trail">
           <AuditTrail
+            poll
             fixed={{ targetType: "computer", targetId: computerId }}
             label="Audit events of this computer, newest first"
           />

@@ -6,14 +6,21 @@ const DROPPED_REQUEST_HEADERS = [
   "connection",
   "keep-alive",
   "transfer-encoding",
+  "te",
+  "trailer",
   "upgrade",
   "expect",
+  "proxy-authorization",
+  "proxy-connection",
 ];
 // The body is passed through as it streams, already decoded by fetch.
 const DROPPED_RESPONSE_HEADERS = [
   "connection",
   "keep-alive",
   "transfer-encoding",
+  "trailer",
+  "upgrade",
+  "proxy-authenticate",
   "content-encoding",
   "content-length",
 ];
@@ -25,14 +32,12 @@ const DROPPED_RESPONSE_HEADERS = [
  */
 export async function forwardToApi(request: Request): Promise<Response> {
   const incoming = new URL(request.url);
-  const target = new URL(incoming.pathname + incoming.search, apiOrigin());
   const headers = new Headers(request.headers);
   for (const name of DROPPED_REQUEST_HEADERS) headers.delete(name);
-  const forwardedFor = request.headers.get("x-forwarded-for");
-  if (forwardedFor) headers.set("x-forwarded-for", forwardedFor);
   const hasBody = request.method !== "GET" && request.method !== "HEAD";
   let upstream: Response;
   try {
+    const target = new URL(incoming.pathname + incoming.search, apiOrigin());
     upstream = await fetch(target, {
       method: request.method,
       headers,

@@ -3,7 +3,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { api, type Schema, unwrap } from "@/api/client.ts";
 import type { Person } from "@/auth/session.ts";
-import { type Computer, computerKey } from "@/computers/queries.ts";
+import { type Computer, computerKey, computersKey } from "@/computers/queries.ts";
 
 export type ControlLease = Computer["control"][number];
 
@@ -37,12 +37,23 @@ export function useScreenControl(computer: Computer, screen: number, me: Person)
     holder: { id: me.userId, name: me.name },
     expiresAt: granted.expiresAt,
   });
-  const refresh = () => client.invalidateQueries({ queryKey: key, exact: true });
+  // the computer, and the list's "who controls" column
+  const refresh = () =>
+    Promise.all([
+      client.invalidateQueries({ queryKey: key, exact: true }),
+      client.invalidateQueries({ queryKey: computersKey(workspaceId), exact: true }),
+    ]);
   // A poll answered before the change must not put the old lease back after it.
   const holdPolls = () => client.cancelQueries({ queryKey: key, exact: true });
 
+  // Each action starts by forgetting the others' errors, so only the latest failure is shown.
+  const forgetOthers = (keep: { reset(): void }): Promise<void> => {
+    for (const action of [take, renew, end]) if (action !== keep) action.reset();
+    return holdPolls();
+  };
+
   const take = useMutation({
-    onMutate: holdPolls,
+    onMutate: (): Promise<void> => forgetOthers(take),
     mutationFn: () =>
       unwrap(
         api.POST("/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control", {
@@ -53,7 +64,7 @@ export function useScreenControl(computer: Computer, screen: number, me: Person)
     onSettled: refresh,
   });
   const renew = useMutation({
-    onMutate: holdPolls,
+    onMutate: (): Promise<void> => forgetOthers(renew),
     mutationFn: (leaseId: string) =>
       unwrap(
         api.POST(
@@ -68,7 +79,7 @@ export function useScreenControl(computer: Computer, screen: number, me: Person)
   });
   /** Release one's own lease; revoking someone else's is the same call (admins and owners only). */
   const end = useMutation({
-    onMutate: holdPolls,
+    onMutate: (): Promise<void> => forgetOthers(end),
     mutationFn: (leaseId: string) =>
       unwrap(
         api.DELETE("/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/control/{leaseId}", {

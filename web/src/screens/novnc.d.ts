@@ -2,18 +2,14 @@
 declare module "@novnc/novnc" {
   export interface RfbOptions {
     wsProtocols?: string[];
-    shared?: boolean;
-    credentials?: { password?: string };
   }
   export default class RFB extends EventTarget {
     constructor(target: HTMLElement, url: string, options?: RfbOptions);
     viewOnly: boolean;
     scaleViewport: boolean;
-    clipViewport: boolean;
-    resizeSession: boolean;
-    focusOnClick: boolean;
     background: string;
     disconnect(): void;
     focus(): void;
+    blur(): void;
   }
 }

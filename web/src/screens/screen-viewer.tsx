@@ -2,26 +2,25 @@
 
 import type RFB from "@novnc/novnc";
 import { type ReactNode, useEffect, useRef, useState } from "react";
-import { api, unwrap } from "@/api/client.ts";
+import { api, Problem, unwrap } from "@/api/client.ts";
 import styles from "./screens.module.css";
 
 export type ScreenMode = "view" | "control";
-export type ViewerStatus = "connecting" | "connected" | "reconnecting" | "failed";
+type ViewerStatus = "connecting" | "connected" | "reconnecting" | "failed";
 
 // A dropped socket (computer restarting, capability expired, proxy restarted) is opened again with a
 // fresh capability, waiting a little longer each time.
 const RETRY_DELAYS_MS = [500, 1_000, 2_000, 4_000, 8_000];
 
 /**
- * A capability names the proxy (PROXY_PUBLIC_URL, which may carry a path prefix); the proxy takes
- * screen sockets at `/screen` under it (SCREEN_PATH in proxy/src/server.ts), as every client does.
- */
-/**
  * One live screen through the screen proxy: asks the api for a single-use capability for exactly
  * this (computer, screen, mode) and hands it to noVNC as a WebSocket subprotocol, never in the URL.
  * In `view` mode input is never sent; `control` needs the caller's control lease on the screen.
  * A change of mode opens a new socket with a new capability, so a released screen is view-only
  * at once (the proxy closes the control socket too).
+ *
+ * While someone types into a controlled screen, noVNC takes every key (Tab too); Shift+Escape gives
+ * the keyboard back to the page.
  *
  * `children` are laid over the picture (a thumbnail's "show this screen" button), inside the
  * figure, so that the figure (with `data-testid`, `data-status`, `data-mode`) is what gets clicked.
@@ -32,7 +31,6 @@ export function ScreenViewer({
   screen,
   mode,
   label,
-  className,
   testId,
   epoch,
   children,
@@ -42,7 +40,6 @@ export function ScreenViewer({
   screen: number;
   mode: ScreenMode;
   label: string;
-  className?: string;
   testId?: string;
   /**
    * Changes when the machine behind the screen may have changed (the computer's `updatedAt` moves with
@@ -53,6 +50,7 @@ export function ScreenViewer({
 }) {
   const target = useRef<HTMLDivElement>(null);
   const client = useRef<RFB | null>(null);
+  const typeButton = useRef<HTMLButtonElement>(null);
   const [status, setStatus] = useState<ViewerStatus>("connecting");
   const [error, setError] = useState<string | null>(null);
   // Bumped by "Reconnect" after the retries gave up: the effect below starts over.
@@ -63,6 +61,7 @@ export function ScreenViewer({
     let rfb: RFB | null = null;
     let stopped = false;
     let attempt = 0;
+    let refusal = "";
     let timer: ReturnType<typeof setTimeout> | undefined;
 
     const connect = async () => {
@@ -78,24 +77,38 @@ export function ScreenViewer({
           ),
         ]);
         if (stopped || !target.current) return;
-        rfb = new Rfb(target.current, capability.url, {
+        const socket = new Rfb(target.current, capability.url, {
           wsProtocols: [capability.protocol, capability.token],
         });
-        client.current = rfb;
-        rfb.viewOnly = mode === "view";
-        rfb.scaleViewport = true;
-        rfb.background = "transparent";
-        rfb.addEventListener("connect", () => {
+        rfb = socket;
+        client.current = socket;
+        socket.viewOnly = mode === "view";
+        socket.scaleViewport = true;
+        socket.background = "transparent";
+        socket.addEventListener("connect", () => {
           attempt = 0;
           setError(null);
           setStatus("connected");
         });
-        rfb.addEventListener("disconnect", () => {
-          rfb = null;
-          client.current = null;
-          retry("The screen's connection closed.");
+        socket.addEventListener("securityfailure", (event) => {
+          refusal = (event as CustomEvent<{ reason?: string }>).detail?.reason ?? "";
+        });
+        socket.addEventListener("disconnect", () => {
+          // a late event of an earlier socket must not forget the current one
+          if (rfb === socket) rfb = null;
+          if (client.current === socket) client.current = null;
+          retry(
+            refusal ? `The screen refused the connection: ${refusal}` : "The screen's connection closed.",
+          );
+          refusal = "";
         });
       } catch (cause) {
+        // a refusal (403 role, 404 gone) stays a refusal: say why instead of asking again
+        if (cause instanceof Problem && cause.status < 500 && cause.status !== 409) {
+          setError(cause.detail);
+          setStatus("failed");
+          return;
+        }
         retry(cause instanceof Error ? cause.message : String(cause));
       }
     };
@@ -112,11 +125,23 @@ export function ScreenViewer({
       timer = setTimeout(connect, delay);
     };
 
+    // Shift+Escape leaves a screen that has the keyboard (captured before noVNC sees the key)
+    const stage = target.current;
+    const leave = (event: KeyboardEvent) => {
+      if (event.key !== "Escape" || !event.shiftKey) return;
+      event.preventDefault();
+      event.stopPropagation();
+      client.current?.blur();
+      typeButton.current?.focus();
+    };
+    stage?.addEventListener("keydown", leave, true);
+
     setStatus("connecting");
     void connect();
     return () => {
       stopped = true;
       clearTimeout(timer);
+      stage?.removeEventListener("keydown", leave, true);
       rfb?.disconnect();
       client.current = null;
     };
@@ -124,18 +149,13 @@ export function ScreenViewer({
 
   const controlling = mode === "control";
   return (
-    <figure
-      className={`screen ${className ?? ""}`}
-      data-status={status}
-      data-mode={mode}
-      data-testid={testId}
-    >
+    <figure className="screen" data-status={status} data-mode={mode} data-testid={testId}>
       <div className={styles.stage}>
         <div
           ref={target}
           className="screen-canvas"
-          role="img"
-          aria-label={`${label} (${controlling ? "you control it" : "view only"})`}
+          role={controlling ? "application" : "img"}
+          aria-label={`${label} (${controlling ? "you control it; Shift+Escape leaves it" : "view only"})`}
         />
         {children}
       </div>
@@ -155,9 +175,12 @@ export function ScreenViewer({
         ) : null}
         {controlling && status === "connected" ? (
           // The canvas is not in the tab order (noVNC's choice); keyboard users get here instead.
-          <button type="button" onClick={() => client.current?.focus()}>
-            Type into the screen
-          </button>
+          <>
+            <button type="button" ref={typeButton} onClick={() => client.current?.focus()}>
+              Type into the screen
+            </button>
+            <span className="muted">Shift+Esc gives the keyboard back.</span>
+          </>
         ) : null}
       </figcaption>
     </figure>

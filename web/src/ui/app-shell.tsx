@@ -5,6 +5,7 @@ import { usePathname } from "next/navigation";
 import type { ReactNode } from "react";
 import { type Person, useSignOut } from "@/auth/session.ts";
 import { WorkspaceSwitcher } from "@/workspaces/workspace-switcher.tsx";
+import { ErrorNote } from "./feedback.tsx";
 import { ThemeToggle } from "./theme.tsx";
 
 const SECTIONS = [
@@ -59,6 +60,7 @@ export function AppShell({
           <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
             Sign out
           </button>
+          <ErrorNote error={signOut.error} prefix="Not signed out" />
         </div>
       </aside>
       <main id="content">{children}</main>

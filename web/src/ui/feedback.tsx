@@ -12,10 +12,21 @@ export function ErrorNote({ error, prefix }: { error: unknown; prefix?: string }
       : error instanceof Error
         ? error.message
         : "Something went wrong.";
+  const fields = error instanceof Problem ? error.errors : [];
   return (
     <div className="notice error" role="alert">
       {prefix ? `${prefix}: ` : null}
       {message}
+      {fields.length > 0 ? (
+        <ul>
+          {fields.map((field) => (
+            <li key={`${field.path}: ${field.message}`}>
+              {/* the api names body fields as json.<field> */}
+              {field.path.replace(/^json\./, "")}: {field.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
     </div>
   );
 }
