@@ -151,12 +151,17 @@ export function ScreenViewer({
   return (
     <figure className="screen" data-status={status} data-mode={mode} data-testid={testId}>
       <div className={styles.stage}>
-        <div
-          ref={target}
-          className="screen-canvas"
-          role={controlling ? "application" : "img"}
-          aria-label={`${label} (${controlling ? "you control it; Shift+Escape leaves it" : "view only"})`}
-        />
+        {/* one element either way (React keeps it): noVNC's canvas lives inside */}
+        {controlling ? (
+          <div
+            ref={target}
+            className="screen-canvas"
+            role="application"
+            aria-label={`${label} (you control it; Shift+Escape leaves it)`}
+          />
+        ) : (
+          <div ref={target} className="screen-canvas" role="img" aria-label={`${label} (view only)`} />
+        )}
         {children}
       </div>
       <figcaption className="row small">
