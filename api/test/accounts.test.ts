@@ -43,6 +43,17 @@ describe("accounts", () => {
     expect(events.filter((e) => e.action === "deployment.owner_assigned")).toHaveLength(1);
   });
 
+  it("signs out with a bodiless POST, as documented, and with an empty JSON body", async () => {
+    for (const body of [undefined, {}]) {
+      const person = t.client();
+      expectStatus(await person.signIn("first@example.com"), 200);
+      expectStatus(await person.get("/v1/me"), 200);
+      const out = expectStatus(await person.post("/api/auth/sign-out", body), 200);
+      expect(out.headers.getSetCookie().join(";")).toMatch(/max-age=0/i);
+      expect((await person.get("/v1/me")).status).toBe(401);
+    }
+  });
+
   it("audits sign-in and failed sign-in, with a problem JSON for the failure", async () => {
     const person = t.client();
     expectStatus(await person.signIn("first@example.com"), 200);

@@ -12,11 +12,28 @@ import { AUTH_BASE_PATH } from "./auth.ts";
 export function authHandlerRoutes() {
   const router = createRouter();
   router.on(["GET", "POST"], `${AUTH_BASE_PATH}/*`, async (c) => {
-    const response = await c.var.deps.auth.handler(c.req.raw);
+    const response = await c.var.deps.auth.handler(withJsonBody(c.req.raw));
     return response.status >= 400 ? asProblem(c, response) : response;
   });
   documentAuthEndpoints(router);
   return router;
+}
+
+/**
+ * Better Auth refuses a POST without a JSON body (415), even where it reads none (sign-out): a
+ * bodiless POST, as the sign-out route is documented, is given an empty JSON object.
+ */
+function withJsonBody(request: Request): Request {
+  const bodiless =
+    request.method === "POST" &&
+    !request.headers.has("content-type") &&
+    !request.headers.has("transfer-encoding") &&
+    (request.headers.get("content-length") ?? "0") === "0";
+  if (!bodiless) return request;
+  const headers = new Headers(request.headers);
+  headers.set("content-type", "application/json");
+  headers.delete("content-length");
+  return new Request(request.url, { method: "POST", headers, body: "{}", signal: request.signal });
 }
 
 async function asProblem(c: Context<AppEnv>, response: Response): Promise<Response> {
@@ -76,6 +93,7 @@ function documentAuthEndpoints(router: ReturnType<typeof createRouter>) {
     method: "post",
     path: `${AUTH_BASE_PATH}/sign-out`,
     summary: "Sign out; clears the session cookie",
+    description: "No body is needed (an empty JSON object is accepted too).",
     tags: ["Accounts"],
     responses: { 200: { description: "Signed out" } },
   });

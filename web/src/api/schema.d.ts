@@ -214,7 +214,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign out; clears the session cookie */
+        /**
+         * Sign out; clears the session cookie
+         * @description No body is needed (an empty JSON object is accepted too).
+         */
         post: {
             parameters: {
                 query?: never;

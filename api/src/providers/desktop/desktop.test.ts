@@ -368,7 +368,8 @@ describe("desktop provider", () => {
         for (const pid of [...browsersIn(home), outsider.pid ?? 0]) {
           if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
         }
-        await rm(outsideProfile, { recursive: true, force: true });
+        // a killed Chromium's helpers may still be writing into its profile for a moment
+        await rm(outsideProfile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
       }
     },
     CLOSE_TIMEOUT_MS,

@@ -281,17 +281,25 @@ function sanitise(input: Readable): Readable {
 
 /**
  * Swaps the staged contents in: the current contents move aside, the new ones move in, the old
- * ones are removed. If moving in fails, everything is put back as it was.
+ * ones are removed. If moving in fails, everything is put back as it was. A program still running in
+ * the computer (the boot browser, the window manager) may make a name again between the two moves;
+ * the imported entry replaces it.
  */
 const SWAP_SCRIPT = `set -u
 cd ${CONTAINER_HOME} || exit 1
 stage=$1 old=$2
+move_in() {
+  for entry in "$stage"/* "$stage"/.[!.]* "$stage"/..?*; do
+    [ -e "$entry" ] || [ -L "$entry" ] || continue
+    rm -rf -- "./\${entry##*/}" && mv -- "$entry" . || return 1
+  done
+}
 mkdir -- "$old" || exit 1
 if ! find . -mindepth 1 -maxdepth 1 ! -name "$stage" ! -name "$old" -exec mv -t "$old" -- {} +; then
   find "$old" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +
   rmdir -- "$old"; exit 1
 fi
-if ! find "$stage" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +; then
+if ! move_in; then
   find . -mindepth 1 -maxdepth 1 ! -name "$stage" ! -name "$old" -exec rm -rf -- {} +
   find "$old" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +
   rmdir -- "$old"; exit 1
