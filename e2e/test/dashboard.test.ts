@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -342,6 +343,12 @@ describe("dashboard on the real stack", () => {
       await files.getByRole("button", { name: `bots/${scout.id}/` }).click();
       await expect.poll(() => visibleText(files), { timeout: 30_000 }).toContain("report.txt");
       await screenshotBothThemes(page, "computer-files");
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        files.getByRole("button", { name: "Download report.txt" }).click(),
+      ]);
+      expect(download.suggestedFilename()).toBe("report.txt");
+      expect(readFileSync(await download.path(), "utf8")).toBe("numbers for the night");
 
       // on a tablet the computer page fits the width (nothing scrolls sideways)
       await page.setViewportSize({ width: 768, height: 1024 });

@@ -18,8 +18,9 @@ function keyState(key: ApiKey): { label: string; tone: string } {
 export function ApiKeyList({ workspaceId, seesAll }: { workspaceId: string; seesAll: boolean }) {
   const keys = useApiKeys(workspaceId);
   const members = useMembers(workspaceId);
+  // until the members are known (or when they could not be read), nobody is called a former member
   const nameOf = (userId: string) =>
-    members.data?.find((member) => member.userId === userId)?.name ?? "A former member";
+    members.data ? (members.data.find((member) => member.userId === userId)?.name ?? "A former member") : "…";
   if (keys.error) return <ErrorNote error={keys.error} prefix="The API keys could not be loaded" />;
   if (!keys.data) return <Loading what="API keys" />;
   if (keys.data.length === 0)
@@ -90,6 +91,7 @@ function ApiKeyRow({
         {apiKey.enabled ? (
           <ConfirmButton
             label="Revoke"
+            name={`Revoke ${apiKey.name}`}
             title={`Revoke “${apiKey.name}”?`}
             confirmLabel="Revoke key"
             danger

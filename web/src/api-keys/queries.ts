@@ -10,7 +10,7 @@ export type CreatedApiKey = Schema<"CreatedApiKey">;
 /** Members and above may make, list and revoke keys (members their own; admins all). */
 export const USE_API_KEYS: Role = "member";
 
-const apiKeysKey = (workspaceId: string) => ["api-keys", workspaceId] as const;
+export const apiKeysKey = (workspaceId: string) => ["api-keys", workspaceId] as const;
 
 export function useApiKeys(workspaceId: string) {
   return useQuery({

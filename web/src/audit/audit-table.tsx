@@ -1,3 +1,4 @@
+import { exactTime } from "@/ui/format.ts";
 import { Time } from "@/ui/time.tsx";
 import styles from "./audit.module.css";
 import type { AuditEvent } from "./queries.ts";
@@ -41,7 +42,7 @@ function AuditRow({ event }: { event: AuditEvent }) {
     <tr>
       <td className={styles.time}>
         {/* Exact, since an audit trail is read for when; the relative time helps scanning. */}
-        <time dateTime={event.occurredAt}>{new Date(event.occurredAt).toLocaleString()}</time>
+        <time dateTime={event.occurredAt}>{exactTime(event.occurredAt)}</time>
         <div className="small muted">
           <Time iso={event.occurredAt} />
         </div>

@@ -11,7 +11,7 @@ export type FixedAuditFilters = Pick<
 >;
 
 /** The free-text filters of the form, by their query parameter. */
-export const TEXT_FILTERS = ["actorId", "action", "targetType", "targetId"] as const;
+const TEXT_FILTERS = ["actorId", "action", "targetType", "targetId"] as const;
 
 /** The filter form as typed: text, and times as `datetime-local` values (the person's local time). */
 export type FilterDraft = Record<(typeof TEXT_FILTERS)[number] | "since" | "until", string>;

@@ -7,7 +7,7 @@ import { api, Problem, type Schema, unwrap } from "@/api/client.ts";
 export type Me = Schema<"Me">;
 export type Person = Extract<Me, { kind: "user" }>;
 
-export const meKey = ["me"] as const;
+const meKey = ["me"] as const;
 
 /** Who is signed in: the person, or null when nobody is (401). */
 export function useMe() {

@@ -78,6 +78,7 @@ function BotActions({ workspaceId, bot }: { workspaceId: string; bot: Bot }) {
         <SwitchModeButton workspaceId={workspaceId} bot={bot} disabled={busy} />
         <ConfirmButton
           label="Archive"
+          name={`Archive ${bot.name}`}
           title={`Archive ${bot.name}?`}
           confirmLabel="Archive bot"
           danger

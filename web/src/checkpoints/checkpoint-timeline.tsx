@@ -1,12 +1,12 @@
 "use client";
 
 import type { Computer } from "@/computers/queries.ts";
-import { DownloadLink } from "@/files/download-link.tsx";
-import { formatBytes } from "@/files/size.ts";
 import { Busy, EmptyState, ErrorNote, Loading } from "@/ui/feedback.tsx";
+import { exactTime, formatBytes } from "@/ui/format.ts";
 import { Time } from "@/ui/time.tsx";
 import { atLeast, type Role } from "@/workspaces/queries.ts";
 import styles from "./checkpoints.module.css";
+import { DownloadLink } from "./download-link.tsx";
 import {
   archiveHref,
   type Checkpoint,
@@ -26,7 +26,7 @@ const REASONS: Record<Checkpoint["reason"], string> = {
   "before-restore": "Before a restore",
 };
 
-const when = (iso: string) => new Date(iso).toLocaleString();
+const when = exactTime;
 
 /**
  * The computer's revisions of its home, newest first: take one now (members), restore one (admins and

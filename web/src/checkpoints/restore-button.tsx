@@ -23,6 +23,7 @@ export function RestoreButton({
   return (
     <ConfirmButton
       label="Restore"
+      name={`Restore the checkpoint of ${when}`}
       title={`Restore the checkpoint of ${when}?`}
       confirmLabel="Restore"
       disabled={disabled}

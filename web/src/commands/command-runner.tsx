@@ -128,8 +128,9 @@ export function CommandRunner({ workspaceId, computerId }: { workspaceId: string
         ref={output}
         className={styles.output}
         role="log"
-        aria-live="polite"
-        aria-label="Shell output"
+        // every chunk read aloud would drown the reader; the end of the run is announced below
+        aria-live="off"
+        aria-label="Shell output (standard error in italics)"
         data-testid="command-output"
         // biome-ignore lint/a11y/noNoninteractiveTabindex: the output scrolls; keyboard users need to reach it
         tabIndex={0}
@@ -170,5 +171,9 @@ function ExitLine({ run }: { run: Extract<Run, { phase: "finished" }> }) {
       (exit.message ? ` ${exit.message}` : "") +
       (exit.truncated ? " (output was cut: it passed the size limit)" : "");
   const failed = run.stopped || !exit || exit.type === "error" || exit.code !== 0;
-  return <span className={failed ? styles.exitFailed : styles.exitOk}>{`\n${text}`}</span>;
+  return (
+    <span className={failed ? styles.exitFailed : styles.exitOk} role="status">
+      {`\n${text}`}
+    </span>
+  );
 }

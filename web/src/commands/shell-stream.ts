@@ -1,7 +1,7 @@
 import { api, problemOf, type Schema } from "@/api/client.ts";
 
 export type ShellEvent = Schema<"ShellEvent">;
-export type ShellRequest = Schema<"ShellRequest">;
+type ShellRequest = Schema<"ShellRequest">;
 
 /**
  * Runs a command on a computer (admins and owners) and hands each event of its NDJSON stream to

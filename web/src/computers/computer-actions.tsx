@@ -30,7 +30,7 @@ const FAILED: Record<Action, string> = {
 };
 
 /** Start, stop and destroy one computer: the api call, then its answer into the caches. */
-export function useComputerAction(computer: Computer) {
+function useComputerAction(computer: Computer) {
   const client = useQueryClient();
   const { workspaceId, id: computerId } = computer;
   return useMutation({

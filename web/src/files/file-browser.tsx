@@ -4,14 +4,13 @@ import { useState } from "react";
 import { Problem } from "@/api/client.ts";
 import type { Computer } from "@/computers/queries.ts";
 import { EmptyState, ErrorNote, Loading } from "@/ui/feedback.tsx";
+import { formatBytes } from "@/ui/format.ts";
 import { Time } from "@/ui/time.tsx";
 import { atLeast, type Role } from "@/workspaces/queries.ts";
 import { Breadcrumbs } from "./breadcrumbs.tsx";
-import { DownloadLink } from "./download-link.tsx";
 import styles from "./files.module.css";
 import { parentOf } from "./paths.ts";
-import { type FileEntry, fileDownloadHref, useFolder } from "./queries.ts";
-import { formatBytes } from "./size.ts";
+import { type FileEntry, useDownload, useFolder } from "./queries.ts";
 import { TeamFolders } from "./team-folders.tsx";
 import { UploadForm } from "./upload-form.tsx";
 
@@ -25,6 +24,7 @@ export function FileBrowser({ computer, role }: { computer: Computer; role: Role
   const running = computer.state === "running";
   const allowed = atLeast(role, "member");
   const folder = useFolder(workspaceId, computerId, path, running && allowed);
+  const download = useDownload(workspaceId, computerId);
   const team = computer.scope === "team";
 
   if (!allowed)
@@ -75,9 +75,14 @@ export function FileBrowser({ computer, role }: { computer: Computer; role: Role
         <FolderTable
           entries={folder.data.items}
           onOpen={setPath}
-          downloadHref={(file) => fileDownloadHref(workspaceId, computerId, file.path)}
+          onDownload={(file) => download.mutate(file)}
+          downloading={download.isPending ? download.variables?.path : undefined}
         />
       )}
+      <ErrorNote
+        error={download.error}
+        prefix={`Could not download ${download.variables?.name ?? "the file"}`}
+      />
       {atLeast(role, "admin") ? (
         <UploadForm key={path} workspaceId={workspaceId} computerId={computerId} folder={path} />
       ) : (
@@ -90,11 +95,14 @@ export function FileBrowser({ computer, role }: { computer: Computer; role: Role
 function FolderTable({
   entries,
   onOpen,
-  downloadHref,
+  onDownload,
+  downloading,
 }: {
   entries: FileEntry[];
   onOpen: (path: string) => void;
-  downloadHref: (file: FileEntry) => string;
+  onDownload: (file: FileEntry) => void;
+  /** The path being downloaded right now. */
+  downloading: string | undefined;
 }) {
   // Folders first, then files, each by name as the api sorted them.
   const sorted = [
@@ -139,9 +147,14 @@ function FolderTable({
               </td>
               <td>
                 {entry.type === "directory" ? null : (
-                  <DownloadLink href={downloadHref(entry)} title={`Download ${entry.name}`}>
-                    Download
-                  </DownloadLink>
+                  <button
+                    type="button"
+                    aria-label={`Download ${entry.name}`}
+                    disabled={downloading === entry.path}
+                    onClick={() => onDownload(entry)}
+                  >
+                    {downloading === entry.path ? "Downloading…" : "Download"}
+                  </button>
                 )}
               </td>
             </tr>

@@ -55,6 +55,7 @@ export function MemberRow({
           {mayChange ? (
             <ConfirmButton
               label="Remove"
+              name={`Remove ${member.name}`}
               title={isMe ? "Leave this workspace?" : `Remove ${member.name}?`}
               confirmLabel="Remove member"
               danger

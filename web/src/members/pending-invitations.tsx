@@ -50,6 +50,7 @@ function InvitationRow({ workspaceId, invitation }: { workspaceId: string; invit
       <td>
         <ConfirmButton
           label="Cancel invitation"
+          name={`Cancel invitation for ${invitation.email}`}
           title={`Cancel the invitation for ${invitation.email}?`}
           confirmLabel="Cancel the invitation"
           danger

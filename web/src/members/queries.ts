@@ -2,6 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schema, unwrap } from "@/api/client.ts";
+import { apiKeysKey } from "@/api-keys/queries.ts";
 import { type Role, workspacesKey } from "@/workspaces/queries.ts";
 
 export type Member = Schema<"Member">;
@@ -59,10 +60,12 @@ export function useRemoveMember(workspaceId: string, memberId: string) {
           params: { path: { workspaceId, memberId } },
         }),
       ),
+    // a removed member's API keys stop working with them
     onSuccess: () =>
       Promise.all([
         client.invalidateQueries({ queryKey: membersKey(workspaceId) }),
         client.invalidateQueries({ queryKey: workspacesKey }),
+        client.invalidateQueries({ queryKey: apiKeysKey(workspaceId) }),
       ]),
   });
 }

@@ -2,10 +2,7 @@
 
 import type { ReactNode } from "react";
 import { ErrorNote, Loading } from "@/ui/feedback.tsx";
-import { atLeast, type Role, useWorkspace, useWorkspaces } from "@/workspaces/queries.ts";
-
-/** Every workspace role, lowest first (the order a role select lists them in). */
-export const ROLES = ["viewer", "member", "admin", "owner"] as const satisfies readonly Role[];
+import { atLeast, ROLES, type Role, useWorkspace, useWorkspaces } from "@/workspaces/queries.ts";
 
 export const ROLE_LABELS: Record<Role, string> = {
   viewer: "Viewer",

@@ -1,6 +1,6 @@
 "use client";
 
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { Person } from "@/auth/session.ts";
 import { useComputerHeartbeat } from "@/computers/heartbeat.ts";
 import type { Computer } from "@/computers/queries.ts";
@@ -43,6 +43,7 @@ function RunningScreens({ computer, me, role }: { computer: Computer; me: Person
   const lease = useNotExpired(recorded?.expiresAt) ? recorded : undefined;
   const controlling = lease?.holder.id === me.userId;
   const label = screenLabel(selected);
+  const ended = useControlEnded(controlling, label);
 
   return (
     <div className="stack">
@@ -74,9 +75,27 @@ function RunningScreens({ computer, me, role }: { computer: Computer; me: Person
           testId="main-screen"
           epoch={computer.updatedAt}
         />
+        <p className="muted small" role="status">
+          {ended}
+        </p>
       </div>
     </div>
   );
+}
+
+/**
+ * Says so when the caller's control ends, however it ended (released, expired, revoked by an admin):
+ * the picture alone does not tell a screen-reader user that their typing no longer arrives.
+ */
+function useControlEnded(controlling: boolean, label: string): string {
+  const [ended, setEnded] = useState("");
+  const was = useRef(false);
+  useEffect(() => {
+    if (was.current && !controlling) setEnded(`Your control of ${label} ended; it is view-only now.`);
+    if (controlling) setEnded("");
+    was.current = controlling;
+  }, [controlling, label]);
+  return ended;
 }
 
 function NotRunning({ computer, role }: { computer: Computer; role: Role | undefined }) {
@@ -86,7 +105,7 @@ function NotRunning({ computer, role }: { computer: Computer; role: Role | undef
       : computer.state === "suspending"
         ? "The computer is stopping."
         : computer.state === "error"
-          ? `The computer failed${computer.stateDetail ? `: ${computer.stateDetail}` : "."}`
+          ? `The computer failed${computer.stateDetail ? " (the reason is at the top of the page)" : ""}, so it has no screens to show.`
           : `The computer is ${computer.state}, so it has no screens to show.`;
   return (
     <div className="notice" role="status">

@@ -4,6 +4,7 @@ import type { ReactNode } from "react";
 import type { Person } from "@/auth/session.ts";
 import type { Computer } from "@/computers/queries.ts";
 import { Busy, ErrorNote } from "@/ui/feedback.tsx";
+import { exactTime } from "@/ui/format.ts";
 import { atLeast, type Role } from "@/workspaces/queries.ts";
 import { type ControlLease, useScreenControl } from "./control.ts";
 import { minutesAndSeconds, useSecondsLeft } from "./lease-clock.ts";
@@ -97,7 +98,7 @@ function LeaseCountdown({ lease, owner }: { lease: ControlLease; owner: string }
       className={styles.countdown}
       role="timer"
       aria-label={`${owner} ends in ${left} seconds`}
-      title={new Date(lease.expiresAt).toLocaleString()}
+      title={exactTime(lease.expiresAt)}
     >
       {owner} ends in {minutesAndSeconds(left)} ({left} s)
     </span>

@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, problemOf, type Schema, unwrap } from "@/api/client.ts";
 
-export type Health = Schema<"Health">;
+type Health = Schema<"Health">;
 export type DeploymentSettings = Schema<"DeploymentSettings">;
 export type ComputerHost = DeploymentSettings["computerHost"];
 

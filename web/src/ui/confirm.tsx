@@ -8,6 +8,7 @@ import { type ReactNode, useRef } from "react";
  */
 export function ConfirmButton({
   label,
+  name,
   title,
   children,
   confirmLabel,
@@ -16,6 +17,8 @@ export function ConfirmButton({
   danger,
 }: {
   label: string;
+  /** The button's accessible name where the label repeats on a page (one per row): "Archive Scout". */
+  name?: string;
   title: string;
   children: ReactNode;
   confirmLabel: string;
@@ -30,6 +33,7 @@ export function ConfirmButton({
         type="button"
         className={danger ? "danger" : undefined}
         disabled={disabled}
+        aria-label={name}
         onClick={() => dialog.current?.showModal()}
       >
         {label}

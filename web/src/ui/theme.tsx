@@ -2,7 +2,7 @@
 
 import { useEffect, useState } from "react";
 
-export type ThemeChoice = "system" | "light" | "dark";
+type ThemeChoice = "system" | "light" | "dark";
 const STORAGE_KEY = "cubicle-theme";
 const NEXT: Record<ThemeChoice, ThemeChoice> = { system: "light", light: "dark", dark: "system" };
 

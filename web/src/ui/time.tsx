@@ -1,6 +1,7 @@
 "use client";
 
 import { useEffect, useState } from "react";
+import { exactTime } from "./format.ts";
 
 const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
   ["day", 86_400],
@@ -10,7 +11,7 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
 ];
 const format = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
 
-export function relativeTime(iso: string, now = Date.now()): string {
+function relativeTime(iso: string, now = Date.now()): string {
   const seconds = Math.round((new Date(iso).getTime() - now) / 1000);
   for (const [unit, size] of UNITS)
     if (Math.abs(seconds) >= size || unit === "second")
@@ -27,7 +28,7 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   }, []);
   if (!iso) return <span className="muted">never</span>;
   return (
-    <time dateTime={iso} title={new Date(iso).toLocaleString()}>
+    <time dateTime={iso} title={exactTime(iso)}>
       {relativeTime(iso)}
     </time>
   );

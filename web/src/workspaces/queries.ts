@@ -7,11 +7,12 @@ import { api, type Schema, unwrap } from "@/api/client.ts";
 export type Workspace = Schema<"Workspace">;
 export type Role = Workspace["role"];
 
-const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
+/** Every workspace role, lowest first (the order a role select lists them in). */
+export const ROLES = ["viewer", "member", "admin", "owner"] as const satisfies readonly Role[];
 
 /** The role allows at least `minimum` (roles are ordered viewer < member < admin < owner). */
 export function atLeast(role: Role | undefined, minimum: Role): boolean {
-  return role !== undefined && RANK[role] >= RANK[minimum];
+  return role !== undefined && ROLES.indexOf(role) >= ROLES.indexOf(minimum);
 }
 
 export const workspacesKey = ["workspaces"] as const;

@@ -1,3 +1,5 @@
+// How numbers and times are shown, the same on every page.
+
 const UNITS = ["B", "KB", "MB", "GB", "TB"];
 
 /** "1.4 MB" for 1_468_006 bytes (binary multiples, one decimal below 10). */
@@ -10,4 +12,9 @@ export function formatBytes(bytes: number): string {
   }
   const shown = unit === 0 || value >= 10 ? Math.round(value).toString() : value.toFixed(1);
   return `${shown} ${UNITS[unit]}`;
+}
+
+/** A moment in the reader's own locale and time zone, in full ("11/29/2026, 8:01:59 PM"). */
+export function exactTime(iso: string): string {
+  return new Date(iso).toLocaleString();
 }
