@@ -6,6 +6,7 @@ import { ConfigError, parseEnv } from "../api/src/config/env.ts";
 import { resolveSecrets } from "../api/src/config/secrets.ts";
 import { ensureComputerImage, ensureDockerEngine } from "./lib/docker-engine.mjs";
 import { root } from "./lib/run.mjs";
+import { ensureSystemPackages } from "./lib/system-packages.mjs";
 import { ensureWebBuilt, webServerCommand } from "./lib/web.mjs";
 
 const DEFAULT_WEB_PORT = "3000";
@@ -70,6 +71,9 @@ async function supervisorAnswers(url: string): Promise<boolean> {
   }
 }
 
+// Computers on this machine (Docker, or the host's own X stack when the owner picks "this host")
+// need the machine's packages; remote providers need none.
+if (api.sandbox.provider === "docker" || api.sandbox.provider === "desktop") ensureSystemPackages("start");
 ensureWebBuilt();
 
 const supervisorUrl = new URL(api.sandbox.supervisorUrl);

@@ -7,7 +7,7 @@ import { ensureSystemPackages } from "./lib/system-packages.mjs";
 import { ensureWebBuilt } from "./lib/web.mjs";
 
 ensureInstalled();
-ensureSystemPackages();
+ensureSystemPackages("test");
 runOrExit("npx", ["biome", "check", "."]);
 runOrExit("npm", ["run", "typecheck", "--silent"]);
 await ensureDockerEngine();

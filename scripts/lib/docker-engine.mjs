@@ -1,12 +1,14 @@
 // The Docker engine and the computer image the Docker provider runs. Plain Node (no dependencies).
-// ensureDockerEngine(): makes `docker info` work, starting (and if needed installing) dockerd when
-// we are root on Debian. ensureComputerImage(): builds cubicle-computer:latest from computer-image/,
-// first building debian:bookworm-slim air-gapped with debootstrap when no registry can be reached.
+// ensureDockerEngine(): makes `docker info` work, starting dockerd when we are root.
+// ensureComputerImage(): builds cubicle-computer:latest from computer-image/, first building
+// debian:bookworm-slim air-gapped with debootstrap when no registry can be reached. Both expect
+// ensureSystemPackages() (system-packages.mjs) to have installed docker.io and debootstrap.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { root, runOrExit } from "./run.mjs";
+import { onPath } from "./system-packages.mjs";
 
 export const BASE_IMAGE = "debian:bookworm-slim";
 export const COMPUTER_IMAGE = "cubicle-computer:latest";
@@ -21,32 +23,19 @@ function succeeds(command, args, options = {}) {
   return result.status === 0;
 }
 
-function onPath(binary) {
-  return succeeds("sh", ["-c", `command -v ${binary}`]);
-}
-
-function isDebian() {
-  return existsSync("/etc/debian_version") && onPath("apt-get");
-}
-
 function fail(message) {
   console.error(`\n✗ ${message}`);
   process.exit(1);
 }
 
-/** Makes `docker info` work: starts dockerd (installing docker.io first if needed) when root on Debian. */
+/** Makes `docker info` work: starts dockerd when we are root. */
 export async function ensureDockerEngine() {
   if (succeeds("docker", ["info"], { timeout: 20_000 })) return;
-  if (process.getuid?.() !== 0 || !isDebian()) {
+  if (process.getuid?.() !== 0 || !onPath("dockerd")) {
     fail(
       "The Docker engine is not reachable (`docker info` fails). Start Docker (or give this user access " +
         "to its socket), then run again.",
     );
-  }
-  if (!onPath("dockerd")) {
-    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-    runOrExit("apt-get", ["update"], { env });
-    runOrExit("apt-get", ["install", "-y", "--no-install-recommends", "docker.io"], { env });
   }
   const log = join(tmpdir(), "cubicle-dockerd.log");
   console.log(`Starting dockerd (log: ${log})`);

@@ -1,37 +1,93 @@
-// The Debian packages the test suite runs for real: a Postgres server, and the X stack the
-// desktop provider drives (Xvfb screens, x11vnc, xdotool input, ImageMagick screenshots, xterm), the
-// Chromium that Playwright drives, and websockify, the reference the proxy benchmark measures against.
+// The one list of Debian packages that Cubicle's start and test commands need on the machine they
+// run on, and the programs each one provides. Plain Node (no dependencies): it runs before `npm ci`.
+// scripts/system-packages.test.ts fails when the repository invokes a program this list (or the
+// base system below) does not cover, so a missing install step is found by the suite, not by a user.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { runOrExit } from "./run.mjs";
 
-const NEEDED = [
-  { pkg: "postgresql", present: () => postgresServerInstalled() },
-  { pkg: "xvfb", present: () => onPath("Xvfb") },
-  { pkg: "x11vnc", present: () => onPath("x11vnc") },
-  { pkg: "xdotool", present: () => onPath("xdotool") },
-  { pkg: "imagemagick", present: () => onPath("import") && onPath("convert") },
-  { pkg: "xterm", present: () => onPath("xterm") },
-  { pkg: "chromium", present: () => onPath("chromium") },
-  { pkg: "websockify", present: () => onPath("websockify") },
+/**
+ * `commands` says which of the two commands needs the package: `start` runs computers in the local
+ * Docker engine (docker.io, with debootstrap to build the base image air-gapped) and, when the owner
+ * picks "this host" or SANDBOX_PROVIDER=desktop, on the host's own X stack; `test` runs all of that
+ * plus a real Postgres server, the Chromium that Playwright drives and websockify (the proxy
+ * benchmark's reference).
+ */
+export const SYSTEM_PACKAGES = [
+  { pkg: "docker.io", programs: ["docker", "dockerd", "iptables"], commands: ["start", "test"] },
+  { pkg: "debootstrap", programs: ["debootstrap"], commands: ["start", "test"] },
+  { pkg: "xvfb", programs: ["Xvfb"], commands: ["start", "test"] },
+  { pkg: "x11vnc", programs: ["x11vnc"], commands: ["start", "test"] },
+  { pkg: "xdotool", programs: ["xdotool"], commands: ["start", "test"] },
+  // `convert` alone is not enough: some images ship a stand-in of that name
+  { pkg: "imagemagick", programs: ["import", "convert"], commands: ["start", "test"] },
+  { pkg: "xterm", programs: ["xterm"], commands: ["start", "test"] },
+  { pkg: "chromium", programs: ["chromium"], commands: ["start", "test"] },
+  { pkg: "postgresql", programs: ["initdb", "pg_ctl", "postgres"], commands: ["test"] },
+  { pkg: "websockify", programs: ["websockify"], commands: ["test"] },
 ];
 
-function onPath(binary) {
-  return spawnSync("sh", ["-c", `command -v ${binary}`], { stdio: "ignore" }).status === 0;
-}
+/**
+ * Programs every Debian machine with Node and git has (essential packages, coreutils, util-linux,
+ * findutils, tar, apt): the scripts may run them without an entry above.
+ */
+export const BASE_PROGRAMS = [
+  "apt-get",
+  "bash",
+  "dpkg",
+  "find",
+  "git",
+  "id",
+  "kill",
+  "node",
+  "npm",
+  "npx",
+  "runuser",
+  "sh",
+  "sha256sum",
+  "sort",
+  "tar",
+  "umount",
+  "xargs",
+];
 
-function postgresServerInstalled() {
+/** Postgres keeps its server programs off PATH, under /usr/lib/postgresql/<major>/bin. */
+export function postgresBinDir() {
   const root = "/usr/lib/postgresql";
-  return existsSync(root) && readdirSync(root).some((version) => existsSync(`${root}/${version}/bin/initdb`));
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root)
+    .filter((version) => existsSync(join(root, version, "bin", "initdb")))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions[0] === undefined ? undefined : join(root, versions[0], "bin");
 }
 
-/** Installs what is missing with apt when we are root on Debian; otherwise says what to install. */
-export function ensureSystemPackages() {
-  const missing = NEEDED.filter((need) => !need.present()).map((need) => need.pkg);
+export function onPath(program) {
+  return spawnSync("sh", ["-c", 'command -v "$1"', "sh", program], { stdio: "ignore" }).status === 0;
+}
+
+function present(entry) {
+  if (entry.pkg === "postgresql") return postgresBinDir() !== undefined;
+  return entry.programs.every(onPath);
+}
+
+/** The packages `command` ("start" or "test") needs that are not installed here. */
+export function missingPackages(command) {
+  return SYSTEM_PACKAGES.filter((entry) => entry.commands.includes(command) && !present(entry)).map(
+    (entry) => entry.pkg,
+  );
+}
+
+/**
+ * Installs what `command` needs and is missing, with apt, when we are root on Debian; otherwise
+ * says what to install and exits.
+ */
+export function ensureSystemPackages(command) {
+  const missing = missingPackages(command);
   if (missing.length === 0) return;
-  if (process.getuid?.() !== 0 || !onPath("apt-get")) {
+  if (process.getuid?.() !== 0 || !existsSync("/etc/debian_version") || !onPath("apt-get")) {
     console.error(
-      `The tests need these Debian packages: ${missing.join(" ")}. Install them, then run again.`,
+      `\n✗ \`npm ${command}\` needs these Debian packages: ${missing.join(" ")}. Install them, then run again.`,
     );
     process.exit(1);
   }
