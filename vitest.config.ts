@@ -1,6 +1,7 @@
 import { defineConfig } from "vitest/config";
 
-const providerSuites = "api/test/providers/**/*.test.ts";
+/** The shared conformance and fault suites, run against every backend. */
+const providerSuites = "providers/testing/backends.test.ts";
 
 /**
  * One run covers everything: unit tests, the API and database suites on both database dialects
@@ -16,7 +17,11 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
-          include: ["{db,api,proxy,supervisor,config}/src/**/*.test.ts", "scripts/**/*.test.ts"],
+          include: [
+            "{db,api,proxy,supervisor,config,providers}/src/**/*.test.ts",
+            "providers/testing/fake/**/*.test.ts",
+            "scripts/**/*.test.ts",
+          ],
         },
       },
       {
@@ -25,7 +30,7 @@ export default defineConfig({
           name: "pglite",
           include: ["{db,api}/test/**/*.test.ts"],
           // *.postgres.test.ts: suites about several processes on one database server
-          exclude: [providerSuites, "**/*.postgres.test.ts"],
+          exclude: ["**/*.postgres.test.ts"],
           env: { CUBICLE_TEST_DB: "pglite" },
         },
       },
@@ -34,7 +39,6 @@ export default defineConfig({
         test: {
           name: "postgres",
           include: ["{db,api}/test/**/*.test.ts"],
-          exclude: [providerSuites],
           env: { CUBICLE_TEST_DB: "postgres" },
           globalSetup: ["db/src/testing/global-setup.ts"],
         },

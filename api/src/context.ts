@@ -9,7 +9,7 @@ import type { ApiEnv } from "./config/env.ts";
 import type { CredentialCipher } from "./credentials/cipher.ts";
 import type { Logger } from "./observability/logger.ts";
 import type { Metrics } from "./observability/metrics.ts";
-import type { Sandbox } from "./providers/sandbox.ts";
+import type { Sandbox } from "./sandbox/sandbox.ts";
 
 /** Everything a route may use; built once in main.ts (or by a test) and handed to createApp. */
 export interface AppDeps {

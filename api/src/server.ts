@@ -20,7 +20,7 @@ import { startPeriodicJob } from "./housekeeping/periodic-job.ts";
 import { redemptionPruneJob } from "./internal/redemptions.ts";
 import { createLogger } from "./observability/logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
-import { Sandbox } from "./providers/sandbox.ts";
+import { Sandbox } from "./sandbox/sandbox.ts";
 import { controlExpiryJob } from "./screens/control-expiry.ts";
 import { controlPasswords } from "./screens/control-password.ts";
 import { sessionExpiryJob } from "./sessions/expiry.ts";

@@ -198,7 +198,7 @@ describe("checkpoints of Docker computers", () => {
     async () => {
       const bot = await createBot(w.people.owner, w.workspaceId, "private");
       const s = await sessions().opened(bot.id);
-      const machine = machineOfRecord(t.api.deps, await c.computerRow(bot.computerId));
+      const machine = await machineOfRecord(t.api.deps, await c.computerRow(bot.computerId));
       if (!machine) throw new Error("no machine");
       await machine.provider.closeBrowsers(machine.ref);
       const made = await sessions().shell(s, {
@@ -225,7 +225,7 @@ describe("checkpoints of Docker computers", () => {
       const bot = await createBot(w.people.owner, w.workspaceId, "private");
       const s = await sessions().opened(bot.id);
       const computer = await c.computerRow(bot.computerId);
-      const machine = machineOfRecord(t.api.deps, computer);
+      const machine = await machineOfRecord(t.api.deps, computer);
       if (!machine) throw new Error("no machine");
       // no browser to wait for: this test is about the export being cut off
       await machine.provider.closeBrowsers(machine.ref);

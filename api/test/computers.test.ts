@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Computer } from "@cubicle/db";
+import { ProviderError } from "@cubicle/providers/contract";
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AuditActor } from "../src/audit/audit-log.ts";
@@ -16,7 +17,6 @@ import {
   touchComputer,
 } from "../src/computers/lifecycle.ts";
 import { machineOf } from "../src/computers/repository.ts";
-import { ProviderError } from "../src/providers/errors.ts";
 import {
   expectStatus,
   type RawResponse,

@@ -9,8 +9,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { promises as fs } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { outputOf } from "@cubicle/providers/kernel";
 import { createFileCheckpointStore, type RevisionInfo } from "../../api/src/checkpoints/store/index.ts";
-import { outputOf } from "../../api/src/providers/desktop/processes.ts";
 import { buildHome, changeFiles } from "./home.ts";
 
 const MEGABYTE = 1024 * 1024;

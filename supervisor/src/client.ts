@@ -5,35 +5,24 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
+import type { ActResult, CommandEvent, FileEntry } from "@cubicle/providers/contract";
 import type { ContainerManager } from "./containers/manager.ts";
 import { parseNdjson } from "./ndjson.ts";
 import type { Problem, ProblemCode } from "./problems.ts";
 import {
-  type ActResult,
   COMPUTER_ID_HEADER,
-  type CommandEvent,
   type ComputerRef,
   type ComputerStatus,
   type ComputerSummary,
   type ControlInfo,
   type CreateResult,
   type ExecRequest,
-  type FileEntry,
   type Health,
   type ScreenInfo,
   WORKSPACE_ID_HEADER,
 } from "./wire.ts";
 
 export type * from "./wire.ts";
-export {
-  DEFAULT_MAX_OUTPUT_BYTES,
-  DEFAULT_MAX_READ_BYTES,
-  EXIT_ABORTED,
-  EXIT_TIMED_OUT,
-  MAX_ACTIONS_PER_BATCH,
-  MAX_SCREENS,
-  OUTPUT_TRUNCATED_MARKER,
-} from "./wire.ts";
 export type { Problem, ProblemCode };
 
 export class SupervisorError extends Error {

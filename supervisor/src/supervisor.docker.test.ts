@@ -10,13 +10,14 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type CommandEvent, OUTPUT_TRUNCATED_MARKER } from "@cubicle/providers/contract";
 import Docker from "dockerode";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSupervisorClient, type SupervisorClient, SupervisorError } from "./client.ts";
 import { distinctPixels } from "./testing/png.ts";
 import { holdVncConnection, vncAccepts, vncAnswers } from "./testing/vnc.ts";
-import { type CommandEvent, type ComputerRef, OUTPUT_TRUNCATED_MARKER } from "./wire.ts";
+import type { ComputerRef } from "./wire.ts";
 
 const IMAGE = "cubicle-computer:latest";
 

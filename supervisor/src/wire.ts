@@ -1,6 +1,8 @@
 /**
  * The supervisor's wire contract: the shapes its routes answer with and its client returns.
- * Types and constants only, so the client (imported by the api) pulls in no server code.
+ * Types and constants only, so the client (imported by the api) pulls in no server code. The
+ * machine vocabulary these shapes carry (command events, files, actions) is the providers'
+ * (`@cubicle/providers/contract`), shared with every other backend.
  */
 
 export const DEFAULT_SUPERVISOR_PORT = 7091;
@@ -18,10 +20,6 @@ export interface ComputerRef extends ComputerIdentity {
 
 export const COMPUTER_ID_HEADER = "x-cubicle-computer-id";
 export const WORKSPACE_ID_HEADER = "x-cubicle-workspace-id";
-
-export const MAX_SCREENS = 8;
-export const SCREEN_WIDTH = 1280;
-export const SCREEN_HEIGHT = 800;
 
 export type ComputerState = "running" | "stopped" | "missing";
 
@@ -84,28 +82,6 @@ export interface ExecRequest {
   maxOutputBytes?: number;
 }
 
-export type CommandEvent =
-  | { type: "stdout"; data: string }
-  | { type: "stderr"; data: string }
-  | { type: "exit"; code: number; message?: string; truncated: boolean };
-
-export const EXIT_TIMED_OUT = 124;
-export const EXIT_ABORTED = 130;
-export const OUTPUT_TRUNCATED_MARKER = "\n[cubicle: output truncated]\n";
-export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
-
-export interface FileEntry {
-  name: string;
-  /** Relative to the home, with forward slashes. */
-  path: string;
-  type: "file" | "directory" | "symlink";
-  size: number;
-  executable: boolean;
-  modifiedAt: string;
-}
-
-export const DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024;
-
 export interface ScreenInfo {
   index: number;
   /** X display inside the container, e.g. ":1". */
@@ -119,42 +95,6 @@ export interface ControlInfo {
   index: number;
   /** Host port (on 127.0.0.1) of the control VNC server. */
   controlPort: number;
-}
-
-export interface Observation {
-  png: Uint8Array;
-  width: number;
-  height: number;
-  cursor: { x: number; y: number };
-  activeWindow: string | null;
-}
-
-export const MAX_ACTIONS_PER_BATCH = 24;
-
-export type Modifier = "ctrl" | "alt" | "shift" | "super";
-export type MouseButton = "left" | "right" | "middle";
-
-/** The same shapes as the api's provider contract (api/src/providers/contract.ts). */
-export type DesktopAction =
-  | {
-      type: "click" | "double_click" | "right_click" | "middle_click";
-      x: number;
-      y: number;
-      modifiers?: Modifier[];
-    }
-  | { type: "move"; x: number; y: number }
-  | { type: "mouse_down" | "mouse_up"; button: MouseButton; x?: number; y?: number }
-  | { type: "drag"; from: { x: number; y: number }; to: { x: number; y: number } }
-  | { type: "type"; text: string }
-  | { type: "key"; key: string; modifiers?: Modifier[] }
-  | { type: "scroll"; x: number; y: number; dx: number; dy: number }
-  | { type: "wait"; ms: number };
-
-export interface ActResult {
-  /** How many actions ran to completion, in order; on failure, the failing one is the next. */
-  completed: number;
-  total: number;
-  error?: string;
 }
 
 export interface ReconcileResult {

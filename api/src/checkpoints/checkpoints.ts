@@ -1,4 +1,5 @@
 import type { Checkpoint, CheckpointReason, Computer, Database } from "@cubicle/db";
+import { ProviderError } from "@cubicle/providers/contract";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import type { Kysely } from "kysely";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
@@ -15,7 +16,6 @@ import { computerBusy, openSessions, screensControlled, screensInUse } from "../
 import type { Machine } from "../computers/repository.ts";
 import type { AppDeps } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
-import { ProviderError } from "../providers/errors.ts";
 import { clearRetry, scheduleRetry } from "./retries.ts";
 import {
   type CheckpointStore,
@@ -87,7 +87,7 @@ export class Checkpoints implements MachineCheckpoints {
 
   /** A `manual` checkpoint of the computer's machine, running or stopped. */
   async takeNow(computer: Computer, actor: AuditActor): Promise<Checkpoint> {
-    const machine = machineOfRecord(this.deps, computer);
+    const machine = await machineOfRecord(this.deps, computer);
     if (!machine) throw noMachine();
     return this.take({ computer, machine, actor, reason: "manual" });
   }
@@ -130,7 +130,7 @@ export class Checkpoints implements MachineCheckpoints {
           .selectAll()
           .where("id", "=", session.computerId)
           .executeTakeFirst();
-        const machine = computer ? machineOfRecord(this.deps, computer) : null;
+        const machine = computer ? await machineOfRecord(this.deps, computer) : null;
         if (!next || !computer || !machine) return;
         await this.recordOrRetry({ computer, machine, ...next });
       })
@@ -190,7 +190,7 @@ export class Checkpoints implements MachineCheckpoints {
       );
       return running.computer;
     }
-    const machine = machineOfRecord(this.deps, computer);
+    const machine = await machineOfRecord(this.deps, computer);
     if (machine && (await machine.provider.status(machine.ref)) !== "missing") {
       await this.lock.run(computer.id, async () => {
         await machine.provider.closeBrowsers(machine.ref);

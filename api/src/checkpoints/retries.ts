@@ -71,7 +71,7 @@ export function checkpointRetryJob(
         .limit(10)
         .execute();
       for (const { retry_reason: reason, retry_attempts: attempts, ...computer } of due) {
-        const machine = machineOfRecord(deps, computer);
+        const machine = await machineOfRecord(deps, computer);
         const taken = machine
           ? await deps.checkpoints
               .take({ computer, machine, actor: SYSTEM_ACTOR, reason })

@@ -1,11 +1,15 @@
 import type { Bot, Computer, ComputerState, Database } from "@cubicle/db";
+import {
+  PROVIDER_KINDS,
+  ProviderError,
+  type ProviderKind,
+  type SandboxProvider,
+} from "@cubicle/providers/contract";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { AppDeps } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
-import { PROVIDER_KINDS, type ProviderKind, type SandboxProvider } from "../providers/contract.ts";
-import { ProviderError } from "../providers/errors.ts";
 import { type Machine, machineRefOf } from "./repository.ts";
 
 export type { AuditActor } from "../audit/audit-log.ts";
@@ -199,7 +203,7 @@ export function stopComputer(
       options.onlyIf,
     );
     if (!row) return requireRow(db, computer.id);
-    const machine = machineOfRecord(deps, row);
+    const machine = await machineOfRecord(deps, row);
     try {
       const status = machine ? await machine.provider.status(machine.ref) : "missing";
       if (machine && status === "running") await machine.provider.stop(machine.ref);
@@ -238,7 +242,7 @@ export function destroyComputer(
       async (current) => current.provider_ref === null && current.state === "stopped",
     );
     if (!row) return requireRow(db, computer.id);
-    const machine = machineOfRecord(deps, row);
+    const machine = await machineOfRecord(deps, row);
     try {
       const status = machine ? await machine.provider.status(machine.ref) : "missing";
       if (machine && status !== "missing" && !options.checkpointed && deps.checkpoints) {
@@ -425,13 +429,13 @@ function audited(
  * The machine a record points at, on the provider kind that made it (stop, destroy and
  * checkpoints go there), or null when it has none.
  */
-export function machineOfRecord(deps: ComputerDeps, computer: Computer): Machine | null {
+export async function machineOfRecord(deps: ComputerDeps, computer: Computer): Promise<Machine | null> {
   if (computer.provider_ref === null) return null;
   const kind = computer.provider_kind as ProviderKind;
   if (!PROVIDER_KINDS.includes(kind)) return null;
   let provider: SandboxProvider;
   try {
-    provider = deps.sandbox.provider(kind);
+    provider = await deps.sandbox.provider(kind);
   } catch (error) {
     throw new ProviderError(
       "PROVIDER_FAILURE",
@@ -451,7 +455,7 @@ export function machineOfRecord(deps: ComputerDeps, computer: Computer): Machine
 }
 
 async function statusOfRecord(deps: ComputerDeps, computer: Computer) {
-  const machine = machineOfRecord(deps, computer);
+  const machine = await machineOfRecord(deps, computer);
   return machine ? machine.provider.status(machine.ref) : "missing";
 }
 

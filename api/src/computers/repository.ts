@@ -1,8 +1,8 @@
 import type { Computer, Database } from "@cubicle/db";
+import type { MachineRef, SandboxProvider } from "@cubicle/providers/contract";
 import type { Kysely } from "kysely";
 import type { AppDeps } from "../context.ts";
 import { notFound } from "../http/problem.ts";
-import type { MachineRef, SandboxProvider } from "../providers/contract.ts";
 
 export function findComputer(
   db: Kysely<Database>,

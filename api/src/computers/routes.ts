@@ -1,4 +1,5 @@
 import { COMPUTER_STATES, type Computer } from "@cubicle/db";
+import { PROVIDER_KINDS } from "@cubicle/providers/contract";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
@@ -7,7 +8,6 @@ import type { AppEnv } from "../context.ts";
 import { iso, isoOrNull } from "../http/iso.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
-import { PROVIDER_KINDS } from "../providers/contract.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { destroyComputer, ensureRunning, stopComputer, touchComputer } from "./lifecycle.ts";
 import { computerBusy, openSessions, screensControlled, screensInUse } from "./occupancy.ts";

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { ConfigError } from "@cubicle/config";
+import { PROVIDER_KINDS, type ProviderKind } from "@cubicle/providers/contract";
 import { z } from "zod";
-import { PROVIDER_KINDS, type ProviderKind } from "../providers/contract.ts";
 
 export { ConfigError };
 

@@ -1,6 +1,6 @@
+import { PROVIDER_KINDS } from "@cubicle/providers/contract";
 import { createRoute, z } from "@hono/zod-openapi";
 import { createRouter } from "../http/router.ts";
-import { PROVIDER_KINDS } from "../providers/contract.ts";
 
 const HealthSchema = z
   .object({

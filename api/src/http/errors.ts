@@ -1,8 +1,30 @@
+import { ProviderError, type ProviderErrorCode } from "@cubicle/providers/contract";
 import { APIError } from "better-auth/api";
 import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { CheckpointStoreError } from "../checkpoints/store/index.ts";
-import { ProviderError } from "../providers/errors.ts";
 import { HttpProblem } from "./problem.ts";
+
+/** The HTTP status each provider failure is answered with. */
+const PROVIDER_ERROR_STATUS = {
+  SANDBOX_DISABLED: 503,
+  NOT_AVAILABLE_YET: 501,
+  GRAPHICAL_UNAVAILABLE: 409,
+  MULTI_SCREEN_UNAVAILABLE: 409,
+  MACHINE_MISSING: 409,
+  MACHINE_STOPPED: 409,
+  PATH_OUTSIDE_HOME: 400,
+  FILE_NOT_FOUND: 404,
+  FILE_TOO_LARGE: 413,
+  NOT_A_FILE: 400,
+  NOT_A_DIRECTORY: 400,
+  INVALID_PATH: 400,
+  INVALID_ACTIONS: 400,
+  INVALID_SCREEN: 400,
+  INVALID_PASSWORD: 400,
+  APP_LAUNCH_FAILED: 502,
+  PROVIDER_FAILURE: 502,
+} as const satisfies Record<ProviderErrorCode, ContentfulStatusCode>;
 
 /**
  * The one translation from anything a handler may throw to the problem a client sees.
@@ -10,7 +32,8 @@ import { HttpProblem } from "./problem.ts";
  */
 export function toHttpProblem(error: unknown): HttpProblem | undefined {
   if (error instanceof HttpProblem) return error;
-  if (error instanceof ProviderError) return new HttpProblem(error.status, error.code, error.message);
+  if (error instanceof ProviderError)
+    return new HttpProblem(PROVIDER_ERROR_STATUS[error.code], error.code, error.message);
   if (error instanceof CheckpointStoreError) {
     // The archive came from the computer: one that breaks off is the provider's failure.
     if (error.code === "INVALID_ARCHIVE")

@@ -1,5 +1,5 @@
+import { CONTROL_PASSWORD } from "@cubicle/providers/contract";
 import { describe, expect, it } from "vitest";
-import { CONTROL_PASSWORD } from "../providers/contract.ts";
 import { controlPasswords } from "./control-password.ts";
 
 const SECRET = "screen-capability-key-0123456789abcdefg";

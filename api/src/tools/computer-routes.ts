@@ -1,5 +1,6 @@
 import { posix } from "node:path";
 import type { Computer } from "@cubicle/db";
+import { homeRelativePath } from "@cubicle/providers/kernel";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import { actorOf } from "../auth/principal.ts";
@@ -10,7 +11,6 @@ import type { AppEnv } from "../context.ts";
 import { binaryResponse, jsonResponse as json } from "../http/openapi.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { homeRelativePath } from "../providers/home-path.ts";
 import { attachment, MAX_FILE_BYTES, readBody } from "./files.ts";
 import {
   FileListSchema,

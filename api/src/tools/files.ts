@@ -1,10 +1,10 @@
 import { posix } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { ProviderError } from "@cubicle/providers/contract";
+import { homeRelativePath } from "@cubicle/providers/kernel";
 import { extract, type Header, type Pack, pack } from "tar-stream";
 import { HttpProblem } from "../http/problem.ts";
-import { ProviderError } from "../providers/errors.ts";
-import { homeRelativePath } from "../providers/home-path.ts";
 import type { ToolSession } from "./session.ts";
 
 /** The most one file read or written through the API may hold (larger: use the archive routes). */

@@ -1,7 +1,7 @@
 import type { Computer } from "@cubicle/db";
+import { ProviderError } from "@cubicle/providers/contract";
+import { homeRelativePath } from "@cubicle/providers/kernel";
 import type { Machine } from "../computers/repository.ts";
-import { ProviderError } from "../providers/errors.ts";
-import { homeRelativePath } from "../providers/home-path.ts";
 
 /**
  * Where a session's paths point (DESIGN §2). On a Team Computer a bot starts in `bots/<bot id>/`:

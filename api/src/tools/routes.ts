@@ -1,22 +1,12 @@
+import { APP_NAMES, type LaunchRequest, MAX_ACTIONS_PER_BATCH } from "@cubicle/providers/contract";
+import { validateActions } from "@cubicle/providers/kernel";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import type { AppEnv } from "../context.ts";
 import { binaryResponse, jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
-import { validateActions } from "../providers/actions.ts";
-import { MAX_ACTIONS_PER_BATCH } from "../providers/contract.ts";
-import { ProviderError } from "../providers/errors.ts";
 import { FENCE_DESCRIPTION, FenceHeaders, SessionParams } from "../sessions/schemas.ts";
-import {
-  APPS,
-  type AppName,
-  displayEnv,
-  displayVariables,
-  launchScript,
-  runLaunch,
-  shellQuote,
-} from "./apps.ts";
 import {
   attachment,
   folderArchive,
@@ -34,7 +24,7 @@ import {
   ShellRequestSchema,
   WriteQuery,
 } from "./schemas.ts";
-import { screenOf, toolSession } from "./session.ts";
+import { launch, screenOf, toolSession } from "./session.ts";
 import { shellResponse } from "./shell.ts";
 
 const SESSION_PATH = "/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}";
@@ -166,7 +156,7 @@ const launchApp = defineRoute(MEMBER, {
   path: `${SESSION_PATH}/launch-app`,
   summary: "Start an app on the session's screen",
   description: describe(
-    `Apps: ${Object.keys(APPS).join(", ")}. \`url\` opens in the browser. On a Team Computer the browser ` +
+    `Apps: ${APP_NAMES.join(", ")}. \`url\` opens in the browser. On a Team Computer the browser ` +
       "uses the bot's own profile (`bots/<bot id>/.browser-profiles/chromium`). The app starts detached.",
   ),
   request: {
@@ -178,7 +168,7 @@ const launchApp = defineRoute(MEMBER, {
         "application/json": {
           schema: z
             .object({
-              app: z.enum(Object.keys(APPS) as [AppName, ...AppName[]]),
+              app: z.enum(APP_NAMES),
               url: z
                 .string()
                 .url()
@@ -363,48 +353,18 @@ export function toolRoutes() {
       const session = await sessionOf(c);
       const screen = screenOf(session);
       const path = session.paths.resolve(c.req.valid("json").path);
-      const env = displayEnv(session, screen);
-      const folder = await session.use(async () => {
-        const { provider, ref } = session.machine;
-        let isFolder: boolean;
-        try {
-          await provider.listFiles(ref, path);
-          isFolder = true;
-        } catch (error) {
-          if (!(error instanceof ProviderError) || error.code !== "NOT_A_DIRECTORY") throw error;
-          isFolder = false;
-        }
-        await provider.openScreen(ref, screen);
-        return isFolder;
-      });
-      if (folder) {
-        await runLaunch(session, launchScript(session, "terminal"), {
-          cwd: path,
-          env,
-          what: `opening ${path}`,
-        });
-      } else {
-        // Chromium opens a plain path argument as a file; the absolute path is taken before HOME changes.
-        const script = `file="$(pwd)"/${shellQuote(path)}\n${launchScript(session, "browser", '"$file"')}`;
-        await runLaunch(session, script, { env, what: `opening ${path}` });
-      }
-      await session.audit("session.path_opened", { path, screen, with: folder ? "terminal" : "browser" });
-      return c.json({ screen, display: env.DISPLAY ?? null }, 202);
+      const launched = await launch(session, screen, { kind: "path", path });
+      await session.audit("session.path_opened", { path, screen, with: launched.app });
+      return c.json({ screen, display: launched.display }, 202);
     })
     .openapi(launchApp, async (c) => {
       const session = await sessionOf(c);
       const screen = screenOf(session);
       const { app, url } = c.req.valid("json");
-      const env = displayEnv(session, screen);
-      await session.use(() => session.machine.provider.openScreen(session.machine.ref, screen));
-      const args = app === "browser" && url ? shellQuote(url) : "";
-      await runLaunch(session, launchScript(session, app, args), {
-        cwd: session.paths.start,
-        env,
-        what: `starting ${APPS[app].title}`,
-      });
+      const request: LaunchRequest = app === "browser" && url ? { kind: "url", url } : { kind: "app", app };
+      const launched = await launch(session, screen, request);
       await session.audit("session.app_launched", { app, screen, ...(url ? { url } : {}) });
-      return c.json({ screen, display: env.DISPLAY ?? null }, 202);
+      return c.json({ screen, display: launched.display }, 202);
     })
     .openapi(shell, async (c) => {
       const session = await sessionOf(c);
@@ -413,9 +373,7 @@ export function toolRoutes() {
       const screen = session.session.screen_index;
       const { provider } = session.machine;
       const display =
-        screen !== null && provider.capabilities.graphical
-          ? (displayVariables(provider.kind, screen) ?? {})
-          : {};
+        screen !== null && provider.capabilities.graphical ? (provider.screenEnv(screen) ?? {}) : {};
       return shellResponse(c, body, {
         cwd: body.cwd === undefined ? session.paths.start : session.paths.resolve(body.cwd),
         env: display,

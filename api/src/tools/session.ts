@@ -1,11 +1,11 @@
 import type { Computer } from "@cubicle/db";
+import { type Launched, type LaunchRequest, ProviderError } from "@cubicle/providers/contract";
 import type { Context } from "hono";
 import { actorOf } from "../auth/principal.ts";
 import { ensureRunning, touchComputer } from "../computers/lifecycle.ts";
 import { type Machine, machineOf } from "../computers/repository.ts";
 import type { AppEnv } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
-import { ProviderError } from "../providers/errors.ts";
 import { holds, notHolder, requireCurrent, requireSession } from "../sessions/access.ts";
 import type { SessionView } from "../sessions/leases.ts";
 import { type SessionPaths, sessionPaths } from "./paths.ts";
@@ -107,4 +107,13 @@ export function screenOf(tool: ToolSession): number {
     );
   }
   return tool.session.screen_index;
+}
+
+/**
+ * Starts an app, URL or path on the session's screen through its provider. A Team bot's apps start
+ * in its folder, and its browser keeps its own profile there.
+ */
+export function launch(tool: ToolSession, screen: number, request: LaunchRequest): Promise<Launched> {
+  const options = { cwd: tool.paths.start, browserHome: tool.paths.start };
+  return tool.use(() => tool.machine.provider.launch(tool.machine.ref, screen, request, options));
 }

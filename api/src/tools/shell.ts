@@ -1,8 +1,8 @@
+import type { CommandEvent, CommandRequest } from "@cubicle/providers/contract";
 import type { Context } from "hono";
 import type { Machine } from "../computers/repository.ts";
 import type { AppEnv } from "../context.ts";
 import { toHttpProblem } from "../http/errors.ts";
-import type { CommandEvent, CommandRequest } from "../providers/contract.ts";
 import type { ShellRequest } from "./schemas.ts";
 
 /** The longest a caller may let one command run (the default is SANDBOX_COMMAND_TIMEOUT_MS). */

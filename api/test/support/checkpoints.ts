@@ -47,7 +47,7 @@ export function checkpointsOn(api: () => TestApi, world: () => World) {
     /** The home as the provider holds it now: path → entry. */
     async home(computerId: string) {
       const computer = await computerRow(computerId);
-      const machine = machineOfRecord(api().api.deps, computer);
+      const machine = await machineOfRecord(api().api.deps, computer);
       if (!machine) throw new Error("the computer has no machine");
       return treeOf(await machine.provider.exportHome(machine.ref));
     },

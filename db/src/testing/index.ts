@@ -1,5 +1,3 @@
-import type {} from "vitest";
-
 export {
   createEmptyDatabase,
   findFreePort,

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
+import type { ScreenTarget } from "@cubicle/providers/contract";
 import { CompactEncrypt, compactDecrypt } from "jose";
 import type { CapabilityKey, CapabilityKeyring } from "./keys.ts";
+import { SCREEN_MODES, type ScreenMode } from "./modes.ts";
 import { CapabilityRefused, type SignedTokenKind, sign, verify } from "./signed.ts";
-import { SCREEN_MODES, type ScreenMode, type ScreenTarget } from "./target.ts";
 
 /** A capability only opens a socket; the socket then lives as long as its mode allows. */
 export const MAX_CAPABILITY_TTL_SECONDS = 60;

@@ -1,3 +1,4 @@
+export type { ScreenTarget } from "@cubicle/providers/contract";
 export {
   type CapabilityGrant,
   MAX_CAPABILITY_TTL_SECONDS,
@@ -10,6 +11,6 @@ export {
   verifyCapability,
 } from "./capability.ts";
 export { type CapabilityKey, CapabilityKeyring, type CapabilityKeySecrets } from "./keys.ts";
+export { SCREEN_MODES, type ScreenMode } from "./modes.ts";
 export { mintServiceToken, PROXY_SUBJECT, verifyServiceToken } from "./service-token.ts";
 export { CapabilityRefused, type RefusalReason } from "./signed.ts";
-export { SCREEN_MODES, type ScreenMode, type ScreenTarget } from "./target.ts";

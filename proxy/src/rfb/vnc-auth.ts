@@ -1,4 +1,16 @@
-import { desEncryptBlock } from "./des.ts";
+import { createCipheriv } from "node:crypto";
+
+/**
+ * One block of single DES. Node's OpenSSL 3 has no plain `des-ecb` in its default provider, but
+ * triple DES with the key repeated three times (K, K, K) is single DES: the second pass decrypts
+ * what the first encrypted, and the third encrypts once more.
+ */
+export function desEncryptBlock(key: Uint8Array, block: Uint8Array): Buffer {
+  if (key.length !== 8 || block.length !== 8) throw new RangeError("DES keys and blocks are 8 bytes");
+  const cipher = createCipheriv("des-ede3-ecb", Buffer.concat([key, key, key]), null);
+  cipher.setAutoPadding(false);
+  return Buffer.concat([cipher.update(block), cipher.final()]);
+}
 
 /**
  * The 16-byte response of VNC Authentication (RFC 6143 §7.2.2): the challenge encrypted with DES-ECB

@@ -1,16 +1,18 @@
 import type {
   ActResult,
   CommandEvent,
+  DesktopAction,
+  FileEntry,
+  Observation,
+} from "@cubicle/providers/contract";
+import type {
   ComputerRef,
   ComputerStatus,
   ComputerSummary,
   ControlInfo,
   CreateResult,
-  DesktopAction,
   ExecRequest,
-  FileEntry,
   Health,
-  Observation,
   ScreenInfo,
 } from "../wire.ts";
 

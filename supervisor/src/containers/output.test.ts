@@ -1,5 +1,5 @@
+import { type CommandEvent, OUTPUT_TRUNCATED_MARKER } from "@cubicle/providers/contract";
 import { describe, expect, it } from "vitest";
-import { type CommandEvent, OUTPUT_TRUNCATED_MARKER } from "../wire.ts";
 import { OutputLimiter } from "./output.ts";
 
 const text = (events: CommandEvent[], stream: "stdout" | "stderr") =>

@@ -1,4 +1,4 @@
-import { type CommandEvent, OUTPUT_TRUNCATED_MARKER } from "../wire.ts";
+import { type CommandEvent, OUTPUT_TRUNCATED_MARKER } from "@cubicle/providers/contract";
 
 export type OutputStream = "stdout" | "stderr";
 

@@ -1,7 +1,7 @@
+import { DEFAULT_MAX_READ_BYTES } from "@cubicle/providers/contract";
 import { Hono } from "hono";
 import type { ContainerManager } from "../containers/manager.ts";
 import { SupervisorProblem } from "../problems.ts";
-import { DEFAULT_MAX_READ_BYTES } from "../wire.ts";
 import { booleanQuery, computerRef, integerQuery, sizedBody } from "./params.ts";
 
 const MAX_FILE_BYTES = 16 * 1024 * 1024 * 1024;

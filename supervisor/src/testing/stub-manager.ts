@@ -1,5 +1,6 @@
+import type { DesktopAction } from "@cubicle/providers/contract";
 import type { ComputerRef, ContainerManager } from "../containers/manager.ts";
-import type { DesktopAction, ExecRequest } from "../wire.ts";
+import type { ExecRequest } from "../wire.ts";
 
 export interface StubCall {
   method: string;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { outputOf } from "../../providers/desktop/processes.ts";
+import { outputOf } from "@cubicle/providers/kernel";
 
 /** `tar -C dir -cf - .` as a Web stream, the way a provider's exportHome gives a home. */
 export function tarOf(dir: string): ReadableStream<Uint8Array> {

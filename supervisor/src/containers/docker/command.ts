@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
-import type Docker from "dockerode";
 import {
   type CommandEvent,
   DEFAULT_MAX_OUTPUT_BYTES,
   EXIT_ABORTED,
   EXIT_TIMED_OUT,
-  type ExecRequest,
-} from "../../wire.ts";
+} from "@cubicle/providers/contract";
+import type Docker from "dockerode";
+import type { ExecRequest } from "../../wire.ts";
 import { OutputLimiter } from "../output.ts";
 import { FrameDemuxer } from "./demux.ts";
 import { collectExec, exitCodeOf, startExec } from "./exec.ts";

@@ -1,7 +1,7 @@
+import type { FileEntry } from "@cubicle/providers/contract";
 import type Docker from "dockerode";
 import { CONTAINER_HOME, containerPath, homeRelativePath } from "../../paths.ts";
 import { outsideHome, SupervisorProblem } from "../../problems.ts";
-import type { FileEntry } from "../../wire.ts";
 import { collectExec } from "./exec.ts";
 
 /**

@@ -1,21 +1,18 @@
+import type { ActResult, CommandEvent, DesktopAction, Observation } from "@cubicle/providers/contract";
+import { MAX_SCREENS } from "@cubicle/providers/contract";
 import Docker from "dockerode";
 import type { SupervisorConfig } from "../../config.ts";
 import { ensureHome } from "../../homes.ts";
 import { computerNotFound, SupervisorProblem } from "../../problems.ts";
 import type {
-  ActResult,
-  CommandEvent,
   ComputerStatus,
   ComputerSummary,
   ControlInfo,
   CreateResult,
-  DesktopAction,
   ExecRequest,
   Health,
-  Observation,
   ScreenInfo,
 } from "../../wire.ts";
-import { MAX_SCREENS } from "../../wire.ts";
 import { KeyedLock } from "../keyed-lock.ts";
 import type { ComputerRef, ContainerManager, OpenedPath } from "../manager.ts";
 import * as archive from "./archive.ts";

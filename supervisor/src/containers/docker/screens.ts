@@ -1,8 +1,9 @@
 import { randomInt } from "node:crypto";
+import type { ActResult, DesktopAction, Observation } from "@cubicle/providers/contract";
+import { actionScript } from "@cubicle/providers/kernel";
 import type Docker from "dockerode";
 import { SupervisorProblem } from "../../problems.ts";
-import type { ActResult, DesktopAction, Observation, ScreenStatus } from "../../wire.ts";
-import { actionScript } from "../input.ts";
+import type { ScreenStatus } from "../../wire.ts";
 import { checkedExec, collectExec } from "./exec.ts";
 
 /**

@@ -1,0 +1,30 @@
+import { SupervisorError } from "@cubicle/supervisor/client";
+import { ProviderError, type ProviderErrorCode } from "../contract/index.ts";
+
+/** The supervisor's problem codes, in the provider contract's words. */
+const CODES: Partial<Record<SupervisorError["code"], ProviderErrorCode>> = {
+  COMPUTER_NOT_FOUND: "MACHINE_MISSING",
+  COMPUTER_STOPPED: "MACHINE_STOPPED",
+  SCREEN_OUT_OF_RANGE: "INVALID_SCREEN",
+  PATH_OUTSIDE_HOME: "PATH_OUTSIDE_HOME",
+  INVALID_PATH: "INVALID_PATH",
+  FILE_NOT_FOUND: "FILE_NOT_FOUND",
+  NOT_A_FILE: "NOT_A_FILE",
+  NOT_A_DIRECTORY: "NOT_A_DIRECTORY",
+  FILE_TOO_LARGE: "FILE_TOO_LARGE",
+  INVALID_ACTIONS: "INVALID_ACTIONS",
+};
+
+export function asProviderError(error: unknown): unknown {
+  if (!(error instanceof SupervisorError)) return error;
+  return new ProviderError(CODES[error.code] ?? "PROVIDER_FAILURE", error.message, { cause: error });
+}
+
+/** Runs a supervisor call and speaks the contract's errors. */
+export async function translated<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw asProviderError(error);
+  }
+}

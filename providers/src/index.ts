@@ -1,0 +1,2 @@
+// Which backend computers use, and building it. The contract itself is `@cubicle/providers/contract`.
+export * from "./selection/selection.ts";

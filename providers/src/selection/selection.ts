@@ -1,0 +1,143 @@
+import { join } from "node:path";
+import { createSupervisorClient } from "@cubicle/supervisor/client";
+import type { SandboxProvider } from "../contract/index.ts";
+import { ProviderError, type ProviderKind, TEST_PROVIDER_KINDS } from "../contract/index.ts";
+import { createDesktopProvider } from "../desktop/index.ts";
+import { createDockerProvider } from "../docker/index.ts";
+import { createRefusingProvider } from "../none/index.ts";
+
+/** What choosing and building a backend needs to know (the api's SandboxEnv satisfies it). */
+export interface ProviderSettings {
+  readonly provider: ProviderKind;
+  readonly supervisorUrl: string;
+  readonly e2bApiKey: string | undefined;
+  readonly daytonaApiKey: string | undefined;
+  readonly boxApiKey: string | undefined;
+  /** Extra host folders a `desktop` computer may touch besides its home. */
+  readonly desktopAllowedRoots: readonly string[];
+}
+
+/** Whether computers are put on a machine by the owner: the api's `isolated` / `this-host` setting. */
+export type ComputerHost = "isolated" | "this-host";
+
+/** Remote providers and the variable that holds their key; without it they run as `none`. */
+const REMOTE_KEYS = {
+  e2b: "E2B_API_KEY",
+  daytona: "DAYTONA_API_KEY",
+  box: "BOX_API_KEY",
+} as const satisfies Partial<Record<ProviderKind, string>>;
+
+export interface ProviderChoice {
+  configured: ProviderKind;
+  effective: ProviderKind;
+  computerHost: ComputerHost;
+  /** Why the effective provider differs from the configured one, for the log and /health. */
+  reason: string | null;
+}
+
+/**
+ * The one rule for which backend new computers use: SANDBOX_PROVIDER, turned into `desktop`
+ * when the owner set the computer host to `this-host`, or into `none` when a remote provider
+ * has no key.
+ */
+export function chooseProvider(settings: ProviderSettings, computerHost: ComputerHost): ProviderChoice {
+  const configured = settings.provider;
+  if (configured === "docker" && computerHost === "this-host") {
+    return {
+      configured,
+      effective: "desktop",
+      computerHost,
+      reason: "the computer host setting is this-host",
+    };
+  }
+  if (configured in REMOTE_KEYS) {
+    const variable = REMOTE_KEYS[configured as keyof typeof REMOTE_KEYS];
+    const key = {
+      E2B_API_KEY: settings.e2bApiKey,
+      DAYTONA_API_KEY: settings.daytonaApiKey,
+      BOX_API_KEY: settings.boxApiKey,
+    }[variable];
+    if (!key) return { configured, effective: "none", computerHost, reason: `${variable} is not set` };
+  }
+  return { configured, effective: configured, computerHost, reason: null };
+}
+
+/** Whether this configuration runs computers through the Docker supervisor (so needs its token). */
+export function usesSupervisor(kind: ProviderKind): boolean {
+  return kind === "docker";
+}
+
+/**
+ * Whether this configuration may run computers on this machine (Docker, or the host's own X stack
+ * when the owner picks "this host"), so the machine needs those programs installed.
+ */
+export function runsOnThisMachine(kind: ProviderKind): boolean {
+  return kind === "docker" || kind === "desktop";
+}
+
+export function isTestKind(kind: ProviderKind): boolean {
+  return (TEST_PROVIDER_KINDS as readonly ProviderKind[]).includes(kind);
+}
+
+export interface BuildContext {
+  settings: ProviderSettings;
+  dataDir: string;
+  nodeEnv: string;
+  /** Set when the configuration uses the supervisor (the api's secrets require it then). */
+  supervisorToken: string | undefined;
+}
+
+/**
+ * Builds one backend. Test kinds load their doubles from providers/testing only when asked for,
+ * so production start-up never imports them; backends not built yet refuse every operation.
+ */
+export async function buildProvider(kind: ProviderKind, context: BuildContext): Promise<SandboxProvider> {
+  if (isTestKind(kind) && context.nodeEnv === "production") {
+    throw new Error(
+      `The ${kind} sandbox provider is for tests only and refuses to run with NODE_ENV=production.`,
+    );
+  }
+  switch (kind) {
+    case "none":
+      return createRefusingProvider(
+        kind,
+        () =>
+          new ProviderError(
+            "SANDBOX_DISABLED",
+            "Computers are disabled: SANDBOX_PROVIDER is none, or a remote provider has no API key.",
+          ),
+      );
+    case "fake": {
+      const { createFakeProvider } = await import("../../testing/fake/index.ts");
+      return createFakeProvider();
+    }
+    case "desktop":
+      return createDesktopProvider({
+        homesDir: join(context.dataDir, "desktop-homes"),
+        allowedRoots: [...context.settings.desktopAllowedRoots],
+      });
+    case "docker":
+      if (!context.supervisorToken)
+        throw new Error("SANDBOX_SUPERVISOR_TOKEN is required by the docker provider");
+      return createDockerProvider({
+        supervisor: createSupervisorClient({
+          baseUrl: context.settings.supervisorUrl,
+          token: context.supervisorToken,
+        }),
+      });
+    case "e2b":
+    case "daytona":
+    case "box":
+    case "e2b-emulator":
+    case "daytona-emulator":
+    case "box-emulator":
+      return createRefusingProvider(
+        kind,
+        () =>
+          new ProviderError(
+            "NOT_AVAILABLE_YET",
+            `The ${kind} provider is not available in this version yet.`,
+          ),
+      );
+  }
+}

@@ -1,0 +1,58 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createSupervisorClient } from "@cubicle/supervisor/client";
+import { startTestSupervisor } from "@cubicle/supervisor/testing";
+import type { SandboxProvider } from "../src/contract/index.ts";
+import { createDesktopProvider } from "../src/desktop/index.ts";
+import { createDockerProvider } from "../src/docker/index.ts";
+import { createFakeProvider } from "./fake/index.ts";
+import { ArmedFaults } from "./faults.ts";
+import { conformanceSuite } from "./suites/conformance.ts";
+import { faultSuite } from "./suites/faults.ts";
+import type { MakeProvider, ProviderUnderTest } from "./suites/types.ts";
+
+/** An in-process provider built around a fresh fault plan, with nothing to tear down. */
+function inMemory(build: (faults: ArmedFaults) => SandboxProvider): ProviderUnderTest {
+  const faults = new ArmedFaults();
+  return { provider: build(faults), faults, cleanup: async () => {} };
+}
+
+/** The host's own processes and screens, with homes in a temporary folder removed afterwards. */
+const desktop: MakeProvider = async () => {
+  const homesDir = await mkdtemp(join(tmpdir(), "cubicle-desktop-homes-"));
+  const faults = new ArmedFaults();
+  const provider = createDesktopProvider({ homesDir, faults });
+  return {
+    provider,
+    faults,
+    liveScreens: provider.capabilities.graphical,
+    cleanup: async () => {
+      await provider.shutdown();
+      await rm(homesDir, { recursive: true, force: true });
+    },
+  };
+};
+
+/** Containers on the real Docker engine, through a real supervisor on a free loopback port. */
+const docker: MakeProvider = async () => {
+  const supervisor = await startTestSupervisor();
+  const faults = new ArmedFaults();
+  const provider = createDockerProvider({
+    supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token }),
+    faults,
+  });
+  return { provider, faults, liveScreens: true, cleanup: () => supervisor.close() };
+};
+
+/** Every backend the shared suites hold to the contract; adding one is one line. */
+const BACKENDS: { name: string; make: MakeProvider }[] = [
+  { name: "fake", make: async () => inMemory((faults) => createFakeProvider({ faults })) },
+  { name: "desktop", make: desktop },
+  { name: "docker", make: docker },
+];
+
+for (const { name, make } of BACKENDS) {
+  conformanceSuite(name, make);
+  faultSuite(name, make);
+}

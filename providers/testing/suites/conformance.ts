@@ -1,0 +1,757 @@
+import { holdVncConnection, vncAccepts, vncAnswers, vncMovePointer } from "@cubicle/supervisor/testing/vnc";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  BROWSER_SETTLE_MS,
+  type DesktopAction,
+  EXIT_ABORTED,
+  EXIT_TIMED_OUT,
+  type MachineRef,
+  OUTPUT_TRUNCATED_MARKER,
+  type SandboxProvider,
+  type ScreenTarget,
+} from "../../src/contract/index.ts";
+import {
+  bytes,
+  CASE_TIMEOUT_MS,
+  collectRun,
+  eventually,
+  expectProviderError,
+  Machines,
+  type MakeProvider,
+  type ProviderUnderTest,
+  pngSize,
+  readStream,
+  sameBytes,
+  sleep,
+  snapshotHome,
+  streamOf,
+  testRef,
+} from "./types.ts";
+
+const OUTSIDE = "path is outside this computer's home";
+const TRAVERSALS = ["../x", "/etc/passwd", "a/../../x", "a\\b", "a\0b"];
+
+/**
+ * Asserts the process a command printed the pid of is gone. `kill -0` also answers for a zombie:
+ * a killed background child whose shell died before reaping it is orphaned to init, and some
+ * inits (container and microVM ones) take a couple of seconds to reap; hence up to 3 s of retries.
+ * The child is `sleep 30`, so it cannot end on its own inside that window.
+ */
+async function childGone(provider: SandboxProvider, ref: MachineRef, pid: string): Promise<boolean> {
+  let last = "";
+  const gone = await eventually(async () => {
+    const probe = await collectRun(provider, ref, {
+      command: `kill -0 ${pid} 2>/dev/null && echo alive || echo gone`,
+      timeoutMs: 5_000,
+    });
+    last = probe.stdout;
+    return probe.stdout.trim() === "gone";
+  }, 3_000);
+  if (!gone) expect(last.trim(), `background child ${pid} after the command ended`).toBe("gone");
+  return gone;
+}
+
+type VncTarget = Extract<ScreenTarget, { kind: "vnc" }>;
+
+function vncTarget(target: ScreenTarget, what: string): VncTarget {
+  if (target.kind !== "vnc") throw new Error(`expected a vnc target for ${what}, got ${target.kind}`);
+  return target;
+}
+
+/** Asserts the server takes the password, where this machine can compute VNC's DES response. */
+async function expectAccepts(target: VncTarget, password: string, expected: boolean): Promise<void> {
+  const accepted = await vncAccepts(target.port, password);
+  if (accepted !== null) expect(accepted, `the server takes ${password}`).toBe(expected);
+}
+
+/** A pointer move sent through the view target is dropped; through the control target it lands. */
+async function expectInputOnlyThroughControl(
+  p: SandboxProvider,
+  ref: MachineRef,
+  view: VncTarget,
+  control: VncTarget,
+): Promise<void> {
+  const spot = { x: 321, y: 123 };
+  const viaView = await vncMovePointer(view.port, view.password, spot.x, spot.y, view.host);
+  if (viaView === null) return; // no DES on this machine: cannot log in
+  expect(viaView, "the view password is accepted").toBe(true);
+  await sleep(300);
+  expect((await p.observe(ref, 0)).cursor, "input through the view-only server").not.toEqual(spot);
+  expect(await vncMovePointer(control.port, control.password, spot.x, spot.y, control.host)).toBe(true);
+  let cursor = { x: -1, y: -1 };
+  const moved = await eventually(
+    async () => {
+      cursor = (await p.observe(ref, 0)).cursor;
+      return cursor.x === spot.x && cursor.y === spot.y;
+    },
+    3_000,
+    150,
+  );
+  expect(moved ? spot : cursor, "input through the control server moves the pointer").toEqual(spot);
+}
+
+function pidFrom(stdout: string): string {
+  const pid = stdout.split("\n")[0]?.trim() ?? "";
+  expect(pid, `the background pid printed first (stdout: ${JSON.stringify(stdout)})`).toMatch(/^\d+$/);
+  return pid;
+}
+
+/**
+ * The behaviour every provider shares (api/src/providers/README.md). Each case provisions its own
+ * machine on one provider instance; machines are destroyed after each case.
+ */
+export function conformanceSuite(name: string, make: MakeProvider): void {
+  describe(`${name} conformance`, () => {
+    let put: ProviderUnderTest | undefined;
+    const provider = (): SandboxProvider => {
+      if (!put) throw new Error(`${name}: the provider was not made`);
+      return put.provider;
+    };
+    const machines = new Machines(provider);
+
+    beforeAll(async () => {
+      put = await make();
+    });
+    afterEach(() => machines.destroyAll());
+    afterAll(async () => {
+      await machines.destroyAll();
+      await put?.cleanup();
+    });
+
+    describe("files", () => {
+      it(
+        "writes, lists and reads back, including every byte value and the exec bit",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const all = new Uint8Array(256).map((_, i) => i);
+          await p.writeFile(ref, "bytes.bin", all);
+          expect(Buffer.from(await p.readFile(ref, "bytes.bin", { maxBytes: 1_000 }))).toEqual(
+            Buffer.from(all),
+          );
+
+          await p.writeFile(ref, "run.sh", bytes("echo ran\n"), { executable: true });
+          await p.writeFile(ref, "plain.txt", bytes("plain\n"));
+          const top = await p.listFiles(ref, "");
+          expect(top.find((e) => e.name === "run.sh")).toMatchObject({
+            name: "run.sh",
+            path: "run.sh",
+            type: "file",
+            size: 9,
+            executable: true,
+          });
+          expect(top.find((e) => e.name === "plain.txt")).toMatchObject({
+            path: "plain.txt",
+            type: "file",
+            size: 6,
+            executable: false,
+          });
+          expect(top.find((e) => e.name === "bytes.bin")).toMatchObject({ type: "file", size: 256 });
+          for (const entry of top) expect(Number.isNaN(Date.parse(entry.modifiedAt))).toBe(false);
+
+          const ran = await collectRun(p, ref, { command: "./run.sh", timeoutMs: 5_000 });
+          expect(ran.exit.code, `./run.sh stderr: ${ran.stderr}`).toBe(0);
+          expect(ran.stdout).toBe("ran\n");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "creates parent folders, lists entries sorted by name, and refuses to list a file",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          await p.writeFile(ref, "a/b/c.txt", bytes("nested\n"));
+          expect(await p.listFiles(ref, "a")).toMatchObject([{ name: "b", path: "a/b", type: "directory" }]);
+          expect(await p.listFiles(ref, "a/b")).toMatchObject([
+            { name: "c.txt", path: "a/b/c.txt", type: "file", size: 7 },
+          ]);
+          expect(Buffer.from(await p.readFile(ref, "a/b/c.txt", { maxBytes: 100 })).toString()).toBe(
+            "nested\n",
+          );
+
+          for (const file of ["sorted/zeta.txt", "sorted/alpha", "sorted/mid.txt", "sorted/beta/x"]) {
+            await p.writeFile(ref, file, bytes(file));
+          }
+          const names = (await p.listFiles(ref, "sorted")).map((e) => e.name);
+          expect(names).toEqual(["alpha", "beta", "mid.txt", "zeta.txt"]);
+
+          await expectProviderError(p.listFiles(ref, "a/b/c.txt"), "NOT_A_DIRECTORY");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "deletes a file and a folder recursively, and refuses to delete the home",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          await p.writeFile(ref, "gone.txt", bytes("x"));
+          await p.writeFile(ref, "kept.txt", bytes("y"));
+          await p.writeFile(ref, "folder/inner/deep.txt", bytes("z"));
+
+          await p.deleteFile(ref, "gone.txt");
+          await expectProviderError(p.readFile(ref, "gone.txt", { maxBytes: 10 }), "FILE_NOT_FOUND");
+          await p.deleteFile(ref, "folder");
+          await expectProviderError(p.listFiles(ref, "folder"), "FILE_NOT_FOUND");
+          const names = (await p.listFiles(ref, "")).map((e) => e.name);
+          expect(names).toContain("kept.txt");
+          expect(names).not.toContain("gone.txt");
+          expect(names).not.toContain("folder");
+
+          await expectProviderError(p.deleteFile(ref, ""), "INVALID_PATH");
+          expect(Buffer.from(await p.readFile(ref, "kept.txt", { maxBytes: 10 })).toString()).toBe("y");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "reads files a command wrote, and runs commands in a given folder",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const made = await collectRun(p, ref, { command: "echo made > made.txt", timeoutMs: 5_000 });
+          expect(made.exit.code, made.stderr).toBe(0);
+          expect(Buffer.from(await p.readFile(ref, "made.txt", { maxBytes: 100 })).toString()).toBe("made\n");
+
+          await p.writeFile(ref, "sub/dir/c.txt", bytes("inside\n"));
+          const inside = await collectRun(p, ref, { command: "cat c.txt", cwd: "sub/dir", timeoutMs: 5_000 });
+          expect(inside.exit.code, inside.stderr).toBe(0);
+          expect(inside.stdout).toBe("inside\n");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "refuses a missing file, and a file over maxBytes without returning any of it",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          await expectProviderError(p.readFile(ref, "nope.txt", { maxBytes: 1_000 }), "FILE_NOT_FOUND");
+          await expectProviderError(
+            p.readFile(ref, "no/such/dir.txt", { maxBytes: 1_000 }),
+            "FILE_NOT_FOUND",
+          );
+          await expectProviderError(p.listFiles(ref, "nope"), "FILE_NOT_FOUND");
+
+          await p.writeFile(ref, "big.bin", new Uint8Array(2_000).fill(7));
+          let returned: Uint8Array | undefined;
+          await expectProviderError(
+            async () => {
+              returned = await p.readFile(ref, "big.bin", { maxBytes: 1_000 });
+            },
+            "FILE_TOO_LARGE",
+            "computer file exceeds 1000 bytes",
+          );
+          expect(returned).toBeUndefined();
+          expect((await p.readFile(ref, "big.bin", { maxBytes: 2_000 })).length).toBe(2_000);
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "refuses paths outside the home through every entry point",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          await p.writeFile(ref, "a/inside.txt", bytes("inside"));
+          for (const path of TRAVERSALS) {
+            const label = (entry: string) => `${entry}(${JSON.stringify(path)})`;
+            await expectProviderError(
+              p.listFiles(ref, path),
+              "PATH_OUTSIDE_HOME",
+              OUTSIDE,
+              label("listFiles"),
+            );
+            await expectProviderError(
+              p.readFile(ref, path, { maxBytes: 1_000 }),
+              "PATH_OUTSIDE_HOME",
+              OUTSIDE,
+              label("readFile"),
+            );
+            await expectProviderError(
+              p.writeFile(ref, path, bytes("escaped")),
+              "PATH_OUTSIDE_HOME",
+              OUTSIDE,
+              label("writeFile"),
+            );
+            await expectProviderError(
+              p.deleteFile(ref, path),
+              "PATH_OUTSIDE_HOME",
+              OUTSIDE,
+              label("deleteFile"),
+            );
+            await expectProviderError(
+              collectRun(p, ref, { command: "pwd", cwd: path, timeoutMs: 5_000 }),
+              "PATH_OUTSIDE_HOME",
+              OUTSIDE,
+              label("run cwd"),
+            );
+          }
+          expect(Buffer.from(await p.readFile(ref, "a/inside.txt", { maxBytes: 100 })).toString()).toBe(
+            "inside",
+          );
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("workspace", () => {
+      it(
+        "exports a tar that imports byte-exact into a fresh machine, empty folders and exec bits included",
+        async () => {
+          const p = provider();
+          const source = await machines.fresh();
+          await p.writeFile(source, "bin/tool.sh", bytes("echo tool\n"), { executable: true });
+          await p.writeFile(source, "notes/today.md", bytes("# today\n"));
+          await p.writeFile(
+            source,
+            "data/all.bin",
+            new Uint8Array(1_024).map((_, i) => (i * 7) % 256),
+          );
+          await p.writeFile(source, "empty/placeholder", bytes(""));
+          await p.deleteFile(source, "empty/placeholder");
+          await p.writeFile(source, "deep/er/still/file.txt", bytes("deep\n"));
+          const before = await snapshotHome(p, source);
+          expect(before).toContainEqual({
+            path: "empty",
+            type: "directory",
+            executable: expect.any(Boolean),
+          });
+
+          // read a while after it was asked for, as a checkpoint store getting ready does
+          const exported = await p.exportHome(source);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          const tar = await readStream(exported);
+          expect(tar.length).toBeGreaterThan(0);
+
+          const target = await machines.fresh("conf-target");
+          expect(target.homeKey).not.toBe(source.homeKey);
+          await p.importHome(target, streamOf(tar));
+          expect(await snapshotHome(p, target)).toEqual(before);
+          expect(await p.listFiles(target, "empty")).toEqual([]);
+
+          const tool = await collectRun(p, target, { command: "./bin/tool.sh", timeoutMs: 5_000 });
+          expect(tool.stdout, tool.stderr).toBe("tool\n");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "import replaces the previous contents",
+        async () => {
+          const p = provider();
+          const source = await machines.fresh();
+          await p.writeFile(source, "shared.txt", bytes("from source\n"));
+          await p.writeFile(source, "only-source.txt", bytes("source\n"));
+          const expected = await snapshotHome(p, source);
+          const tar = await readStream(await p.exportHome(source));
+
+          const target = await machines.fresh("conf-target");
+          await p.writeFile(target, "only-target.txt", bytes("target\n"));
+          await p.writeFile(target, "shared.txt", bytes("from target, longer\n"));
+          await p.writeFile(target, "target-dir/x.txt", bytes("x"));
+          await p.importHome(target, streamOf(tar));
+
+          const names = (await p.listFiles(target, "")).map((e) => e.name);
+          expect(names).not.toContain("only-target.txt");
+          expect(names).not.toContain("target-dir");
+          await expectProviderError(
+            p.readFile(target, "only-target.txt", { maxBytes: 100 }),
+            "FILE_NOT_FOUND",
+          );
+          expect(await snapshotHome(p, target)).toEqual(expected);
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("desktop", () => {
+      it(
+        "observes a PNG screen, and acting on it changes it",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          if (!p.capabilities.graphical) {
+            await expectProviderError(p.observe(ref, 0), "GRAPHICAL_UNAVAILABLE");
+            return;
+          }
+          const first = await p.observe(ref, 0);
+          expect(pngSize(first.png)).toEqual({ width: first.width, height: first.height });
+          expect(first.width).toBeGreaterThan(0);
+          expect(first.height).toBeGreaterThan(0);
+
+          const actions: DesktopAction[] = [
+            { type: "click", x: 200, y: 150 },
+            { type: "type", text: "cubicle" },
+          ];
+          const result = await p.act(ref, 0, actions);
+          expect(result).toMatchObject({ completed: 2, total: 2 });
+          expect(result.error).toBeUndefined();
+
+          let latest = first;
+          const changed = await eventually(
+            async () => {
+              latest = await p.observe(ref, 0);
+              return !sameBytes(latest.png, first.png);
+            },
+            3_000,
+            150,
+          );
+          expect(changed, "the screen PNG changed after clicking and typing").toBe(true);
+          expect(pngSize(latest.png)).toEqual({ width: latest.width, height: latest.height });
+
+          await expectProviderError(p.observe(ref, p.capabilities.maxScreens), "INVALID_SCREEN");
+          await expectProviderError(p.observe(ref, -1), "INVALID_SCREEN");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "rejects a batch over the limit, or with any invalid action, before running any of it",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          if (!p.capabilities.graphical) return;
+          const park = await p.act(ref, 0, [{ type: "move", x: 600, y: 400 }]);
+          expect(park).toMatchObject({ completed: 1, total: 1 });
+          expect((await p.observe(ref, 0)).cursor).toEqual({ x: 600, y: 400 });
+
+          const tooMany: DesktopAction[] = [
+            { type: "move", x: 5, y: 5 },
+            ...Array.from({ length: 24 }, (): DesktopAction => ({ type: "wait", ms: 0 })),
+          ];
+          expect(tooMany).toHaveLength(25);
+          await expectProviderError(p.act(ref, 0, tooMany), "INVALID_ACTIONS", undefined, "25 actions");
+
+          const badLast: DesktopAction[] = [
+            { type: "move", x: 5, y: 5 },
+            { type: "wait", ms: 0 },
+            { type: "click", x: -1, y: 10 },
+          ];
+          await expectProviderError(p.act(ref, 0, badLast), "INVALID_ACTIONS", undefined, "bad last");
+          const badMiddle: DesktopAction[] = [
+            { type: "move", x: 5, y: 5 },
+            { type: "key", key: "not a keysym!" },
+            { type: "move", x: 6, y: 6 },
+          ];
+          await expectProviderError(p.act(ref, 0, badMiddle), "INVALID_ACTIONS", undefined, "bad middle");
+          const unknownType = [
+            { type: "move", x: 5, y: 5 },
+            { type: "teleport" },
+          ] as unknown as DesktopAction[];
+          await expectProviderError(p.act(ref, 0, unknownType), "INVALID_ACTIONS", undefined, "unknown type");
+          await expectProviderError(p.act(ref, 0, []), "INVALID_ACTIONS", undefined, "empty batch");
+
+          await sleep(300);
+          const after = await p.observe(ref, 0);
+          expect(after.cursor, "no action of a rejected batch ran").not.toEqual({ x: 5, y: 5 });
+          expect(after.cursor).toEqual({ x: 600, y: 400 });
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("screen control", () => {
+      it(
+        "opens a control target idempotently, replaces it for another password, and closes it",
+        async () => {
+          const p = provider();
+          const live = put?.liveScreens === true;
+          const ref = await machines.fresh();
+          if (!p.capabilities.graphical) {
+            await expectProviderError(p.openControl(ref, 0, "ctl12345"), "GRAPHICAL_UNAVAILABLE");
+            return;
+          }
+          const view = vncTarget(await p.openScreen(ref, 0), "the view");
+          const control = vncTarget(await p.openControl(ref, 0, "ctl12345"), "control");
+          expect(control).toMatchObject({ kind: "vnc", password: "ctl12345" });
+          expect(control.port, "control has its own server").not.toBe(view.port);
+          if (live) await expectInputOnlyThroughControl(p, ref, view, control);
+
+          const held = live ? await holdVncConnection(control.port, control.host) : undefined;
+          if (held) expect(held.banner).toBe("RFB 003.008\n");
+          expect(await p.openControl(ref, 0, "ctl12345"), "the same password: the same target").toEqual(
+            control,
+          );
+          if (held) {
+            expect(held.isClosed(), "a live control connection survives opening again").toBe(false);
+            expect(await held.securityTypes(), "VNC authentication offered").toContain(2);
+            await expectAccepts(control, "ctl12345", true);
+          }
+
+          const replaced = vncTarget(await p.openControl(ref, 0, "other678"), "replaced control");
+          expect(replaced).toMatchObject({ kind: "vnc", password: "other678" });
+          if (held) {
+            expect(await held.closesWithin(10_000), "another password drops the connections").toBe(true);
+            await expectAccepts(replaced, "other678", true);
+            await expectAccepts(replaced, "ctl12345", false);
+          }
+
+          await p.closeControl(ref, 0);
+          await p.closeControl(ref, 0);
+          if (live) {
+            expect(await vncAnswers(replaced.port, replaced.host), "control after closeControl").toBe(false);
+            expect(await vncAnswers(view.port, view.host), "the view after closeControl").toBe(true);
+          }
+          const reopened = vncTarget(await p.openControl(ref, 0, "ctl12345"), "reopened control");
+          expect(reopened.password).toBe("ctl12345");
+          if (live) expect(await vncAnswers(reopened.port, reopened.host), "reopened control").toBe(true);
+        },
+        // many round trips into a real computer, a few screenshots among them
+        2 * CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "refuses bad screens and passwords, refuses a stopped machine, and closes with it",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          if (!p.capabilities.graphical) return;
+          await expectProviderError(
+            p.openControl(ref, p.capabilities.maxScreens, "ctl12345"),
+            "INVALID_SCREEN",
+            undefined,
+            "screen maxScreens",
+          );
+          await expectProviderError(
+            p.openControl(ref, -1, "ctl12345"),
+            "INVALID_SCREEN",
+            undefined,
+            "screen -1",
+          );
+          await expectProviderError(p.closeControl(ref, -1), "INVALID_SCREEN", undefined, "close screen -1");
+          for (const password of ["", "ninechars", "sp ace", "tab\tx", "é"]) {
+            await expectProviderError(
+              p.openControl(ref, 0, password),
+              "INVALID_PASSWORD",
+              undefined,
+              `password ${JSON.stringify(password)}`,
+            );
+          }
+
+          const control = vncTarget(await p.openControl(ref, 0, "~!@#$%^&"), "control");
+          expect(control.password).toBe("~!@#$%^&");
+          await p.stop(ref);
+          if (put?.liveScreens) {
+            expect(await vncAnswers(control.port, control.host), "control after stop").toBe(false);
+          }
+          await expectProviderError(p.openControl(ref, 0, "ctl12345"), "MACHINE_STOPPED", undefined, "open");
+          await expectProviderError(p.openScreen(ref, 0), "MACHINE_STOPPED", undefined, "openScreen");
+          // a stopped machine runs no servers: closing is a no-op, as a lease release expects
+          await p.closeControl(ref, 0);
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("lifecycle", () => {
+      it(
+        "stops idempotently and resumes the same machine with its files",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          expect(await p.status(ref)).toBe("running");
+          await p.writeFile(ref, "keep.txt", bytes("still here\n"));
+
+          await p.stop(ref);
+          await p.stop(ref);
+          expect(await p.status(ref)).toBe("stopped");
+
+          const resumed = await p.provision(ref);
+          expect(resumed).toEqual({ providerRef: ref.providerRef, fresh: false });
+          expect(await p.status(ref)).toBe("running");
+          expect(Buffer.from(await p.readFile(ref, "keep.txt", { maxBytes: 100 })).toString()).toBe(
+            "still here\n",
+          );
+          const ran = await collectRun(p, ref, { command: "cat keep.txt", timeoutMs: 5_000 });
+          expect(ran.stdout).toBe("still here\n");
+
+          const again = await p.provision(ref);
+          expect(again).toEqual({ providerRef: ref.providerRef, fresh: false });
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "provisions a fresh machine after destroy, and reports unknown refs as missing",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          await p.destroy(ref);
+          expect(await p.status(ref)).toBe("missing");
+
+          const next = await p.provision(ref);
+          machines.track(testRef(ref.homeKey, next.providerRef));
+          expect(next.fresh).toBe(true);
+          expect(next.providerRef).not.toBe(ref.providerRef);
+
+          expect(await p.status(testRef(ref.homeKey, "no-such-machine-0000"))).toBe("missing");
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("browsers", () => {
+      it(
+        "closes and settles at once when no browser runs, idempotently, running or stopped",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          // a graphical computer may start a browser by itself (Docker: screen 0's, at boot)
+          await p.closeBrowsers(ref);
+          const started = Date.now();
+          await p.closeBrowsers(ref);
+          await p.settleBrowsers(ref);
+          // no browser runs, so there is nothing to wait for; with one, settling takes 31 s
+          expect(Date.now() - started, "settling with no browser running").toBeLessThan(
+            BROWSER_SETTLE_MS / 2,
+          );
+          const ran = await collectRun(p, ref, { command: "echo still here", timeoutMs: 5_000 });
+          expect(ran.stdout, "the machine keeps running").toBe("still here\n");
+
+          await p.stop(ref);
+          await p.settleBrowsers(ref);
+          await p.closeBrowsers(ref);
+          expect(await p.status(ref)).toBe("stopped");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "refuses an unknown machine with MACHINE_MISSING",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const unknown = testRef(ref.homeKey, "no-such-machine-0000");
+          await expectProviderError(p.settleBrowsers(unknown), "MACHINE_MISSING");
+          await expectProviderError(p.closeBrowsers(unknown), "MACHINE_MISSING");
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+
+    describe("commands", () => {
+      it(
+        "keeps stdout and stderr apart and returns non-zero exits",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const both = await collectRun(p, ref, { command: "echo out; echo err >&2", timeoutMs: 5_000 });
+          expect(both.stdout).toBe("out\n");
+          expect(both.stderr).toBe("err\n");
+          expect(both.exit).toMatchObject({ type: "exit", code: 0, truncated: false });
+
+          const three = await collectRun(p, ref, { command: "exit 3", timeoutMs: 5_000 });
+          expect(three.exit).toMatchObject({ code: 3, truncated: false });
+          const no = await collectRun(p, ref, { command: "false || exit 5", timeoutMs: 5_000 });
+          expect(no.exit.code).toBe(5);
+          const chained = await collectRun(p, ref, {
+            command: "true && echo 'a b'; false && echo never; echo \"c  d\"",
+            timeoutMs: 5_000,
+          });
+          expect(chained.stdout).toBe("a b\nc  d\n");
+          expect(chained.exit.code).toBe(0);
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "runs in the home with HOME set, the request's env, and none of the server's",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const secret = "CUBICLE_CONFORMANCE_SERVER_ONLY";
+          process.env[secret] = "leaked";
+          try {
+            const where = await collectRun(p, ref, {
+              command: `pwd; echo $HOME; echo "[$${secret}]"; echo $GREETING`,
+              env: { GREETING: "hello" },
+              timeoutMs: 5_000,
+            });
+            expect(where.exit.code, where.stderr).toBe(0);
+            const [pwd, home, leak, greeting] = where.stdout.split("\n");
+            expect(home, "$HOME is set").toBeTruthy();
+            expect(pwd, "the working directory is the home").toBe(home);
+            expect(leak, "the server's environment is not visible").toBe("[]");
+            expect(greeting).toBe("hello");
+          } finally {
+            delete process.env[secret];
+          }
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "times out with 124 and kills the whole process tree",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const started = Date.now();
+          const run = await collectRun(p, ref, { command: "sleep 30 & echo $!; sleep 30", timeoutMs: 500 });
+          expect(Date.now() - started, "the timeout ended the command promptly").toBeLessThan(10_000);
+          expect(run.exit).toMatchObject({
+            code: EXIT_TIMED_OUT,
+            message: "command timed out after 500 ms",
+          });
+          await childGone(p, ref, pidFrom(run.stdout));
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "aborts with 130 and kills the whole process tree",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const controller = new AbortController();
+          const started = Date.now();
+          const run = await collectRun(
+            p,
+            ref,
+            { command: "sleep 30 & echo $!; sleep 30", timeoutMs: 15_000, signal: controller.signal },
+            (event, soFar) => {
+              if (event.type === "stdout" && soFar.stdout.includes("\n")) controller.abort();
+            },
+          );
+          expect(controller.signal.aborted, "a stdout event arrived before the end").toBe(true);
+          expect(Date.now() - started, "the abort ended the command promptly").toBeLessThan(10_000);
+          expect(run.exit).toMatchObject({ code: EXIT_ABORTED, message: "command aborted" });
+          await childGone(p, ref, pidFrom(run.stdout));
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "caps stdout and stderr together and marks the cut once",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const run = await collectRun(p, ref, {
+            command: "seq 1 300000",
+            timeoutMs: 15_000,
+            maxOutputBytes: 10_000,
+          });
+          expect(run.exit).toMatchObject({ code: 0, truncated: true });
+          const total = Buffer.byteLength(run.stdout) + Buffer.byteLength(run.stderr);
+          expect(total).toBeLessThanOrEqual(10_000 + Buffer.byteLength(OUTPUT_TRUNCATED_MARKER));
+          expect(run.stdout.split(OUTPUT_TRUNCATED_MARKER)).toHaveLength(2);
+          expect(run.stdout.endsWith(OUTPUT_TRUNCATED_MARKER), "nothing after the marker").toBe(true);
+          const kept = run.stdout.slice(0, -OUTPUT_TRUNCATED_MARKER.length);
+          const expected = Array.from({ length: 3_000 }, (_, i) => `${i + 1}\n`).join("");
+          expect(expected.startsWith(kept), "the kept output is the start of the real output").toBe(true);
+          expect(kept.length).toBeGreaterThan(0);
+
+          const small = await collectRun(p, ref, {
+            command: "seq 1 3",
+            timeoutMs: 5_000,
+            maxOutputBytes: 10_000,
+          });
+          expect(small.stdout).toBe("1\n2\n3\n");
+          expect(small.exit.truncated).toBe(false);
+        },
+        CASE_TIMEOUT_MS,
+      );
+    });
+  });
+}
