@@ -2,6 +2,7 @@
 // its own process as in production — the dashboard, the api, the screen proxy and, when computers run
 // in local Docker, the supervisor — sharing the development secrets the api keeps under DATA_DIR.
 import { type ChildProcess, spawn } from "node:child_process";
+import { runsOnThisMachine, usesSupervisor } from "@cubicle/providers";
 import { ConfigError, parseEnv } from "../api/src/config/env.ts";
 import { resolveSecrets } from "../api/src/config/secrets.ts";
 import { ensureComputerImage, ensureDockerEngine } from "./lib/docker-engine.mjs";
@@ -73,13 +74,13 @@ async function supervisorAnswers(url: string): Promise<boolean> {
 
 // Computers on this machine (Docker, or the host's own X stack when the owner picks "this host")
 // need the machine's packages; remote providers need none.
-if (api.sandbox.provider === "docker" || api.sandbox.provider === "desktop") ensureSystemPackages("start");
+if (runsOnThisMachine(api.sandbox.provider)) ensureSystemPackages("start");
 ensureWebBuilt();
 
 const supervisorUrl = new URL(api.sandbox.supervisorUrl);
 const supervisorIsLocal = ["127.0.0.1", "localhost", "[::1]"].includes(supervisorUrl.hostname);
 if (
-  api.sandbox.provider === "docker" &&
+  usesSupervisor(api.sandbox.provider) &&
   supervisorIsLocal &&
   !(await supervisorAnswers(supervisorUrl.origin))
 ) {

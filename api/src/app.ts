@@ -1,8 +1,8 @@
 import { secureHeaders } from "hono/secure-headers";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import { auditRoutes } from "./audit/routes.ts";
+import { authenticate } from "./auth/authenticate.ts";
 import { authHandlerRoutes } from "./auth/handler.ts";
-import { authenticate } from "./auth/principal.ts";
 import { accountRoutes } from "./auth/routes.ts";
 import { botRoutes } from "./bots/routes.ts";
 import { checkpointRoutes } from "./checkpoints/routes.ts";

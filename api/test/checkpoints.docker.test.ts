@@ -8,7 +8,7 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { findFreePort } from "@cubicle/db/testing";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { machineOfRecord } from "../src/computers/lifecycle.ts";
+import { machineOfRecord } from "../src/computers/repository.ts";
 import { checkpointsOn } from "./support/checkpoints.ts";
 import { machineFor } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";

@@ -303,6 +303,8 @@ describe("with the fake provider", () => {
         stateDetail: null,
         providerKind: "fake",
         effectiveProvider: "fake",
+        movesOnNextStart: false,
+        computersDisabled: false,
         lastActivityAt: null,
         sessions: [],
         screens: [],
@@ -496,6 +498,8 @@ describe("with the fake provider", () => {
       expect(expectStatus(await w.people.viewer.get(path(computer.id)), 200).json).toMatchObject({
         providerKind: "none",
         effectiveProvider: "fake",
+        movesOnNextStart: true,
+        computersDisabled: false,
       });
       expectStatus(await w.people.member.post(path(computer.id, "/start")), 200);
       expect(await row(computer.id)).toMatchObject({ provider_kind: "fake", state: "running" });

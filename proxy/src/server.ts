@@ -39,9 +39,10 @@ export interface RunningProxy {
 }
 
 /**
- * The screen proxy (DESIGN §4): verifies a capability, connects to its sealed target and relays RFB,
- * doing the VNC authentication itself and enforcing view-only server-side. Stateless: token ids
- * are redeemed at api and control leases are followed from api's stream, so replicas scale out.
+ * The screen proxy (docs/architecture.md, "Capabilities and live screens"): verifies a capability,
+ * connects to its sealed target and relays RFB, doing the VNC authentication itself and enforcing
+ * view-only server-side. Stateless: token ids are redeemed at api and control leases are followed
+ * from api's stream, so replicas scale out.
  */
 export async function startProxy(
   config: ProxyConfig,

@@ -11,8 +11,8 @@ import { runOrExit } from "./run.mjs";
  * `commands` says which of the two commands needs the package: `start` runs computers in the local
  * Docker engine (docker.io, with debootstrap to build the base image air-gapped) and, when the owner
  * picks "this host" or SANDBOX_PROVIDER=desktop, on the host's own X stack; `test` runs all of that
- * plus a real Postgres server, the Chromium that Playwright drives and websockify (the proxy
- * benchmark's reference).
+ * plus a real Postgres server, the Chromium that Playwright drives, websockify (the proxy
+ * benchmark's reference) and openssl (the VNC password checks' DES, which Node's OpenSSL lacks).
  */
 export const SYSTEM_PACKAGES = [
   { pkg: "docker.io", programs: ["docker", "dockerd", "iptables"], commands: ["start", "test"] },
@@ -26,6 +26,7 @@ export const SYSTEM_PACKAGES = [
   { pkg: "chromium", programs: ["chromium"], commands: ["start", "test"] },
   { pkg: "postgresql", programs: ["initdb", "pg_ctl", "postgres"], commands: ["test"] },
   { pkg: "websockify", programs: ["websockify"], commands: ["test"] },
+  { pkg: "openssl", programs: ["openssl"], commands: ["test"] },
 ];
 
 /**

@@ -114,7 +114,7 @@ export function createAuth({ db, env, secret, audit, logger }: AuthOptions) {
         defaultPrefix: API_KEY_PREFIX,
         enableMetadata: true,
         requireName: true,
-        // Keys authenticate Cubicle's REST API (auth/principal.ts), never Better Auth sessions.
+        // Keys authenticate Cubicle's REST API (auth/authenticate.ts), never Better Auth sessions.
         enableSessionForAPIKeys: false,
         rateLimit: { enabled: false },
         keyExpiration: { defaultExpiresIn: null, minExpiresIn: 1, maxExpiresIn: 365 },

@@ -1,9 +1,5 @@
-import type { MiddlewareHandler } from "hono";
-import { routePath } from "hono/route";
-import { isWorkspaceRole, lowerOf, type WorkspaceRole } from "../access/roles.ts";
+import type { WorkspaceRole } from "../access/roles.ts";
 import type { AuditActor } from "../audit/audit-log.ts";
-import type { AppDeps, AppEnv } from "../context.ts";
-import { HttpProblem } from "../http/problem.ts";
 
 /** Who is calling. Every /v1 request has exactly one. */
 export type Principal =
@@ -19,9 +15,6 @@ export type Principal =
       createdBy: string;
     };
 
-export const API_KEY_HEADER = "x-api-key";
-const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-
 export function actorOf(principal: Principal): AuditActor {
   switch (principal.kind) {
     case "user":
@@ -32,96 +25,3 @@ export function actorOf(principal: Principal): AuditActor {
       return { type: "anonymous", id: null, label: null };
   }
 }
-
-/**
- * Resolves the caller from an API key (`X-Api-Key` or `Authorization: Bearer`) or a session
- * cookie, and audits every request an API key makes, by route pattern.
- */
-export function authenticate(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const { auth, audit, env } = c.var.deps;
-    const bearer = c.req.header("authorization")?.match(/^Bearer\s+(\S+)$/i)?.[1];
-    const presentedKey = c.req.header(API_KEY_HEADER) ?? bearer;
-
-    if (presentedKey !== undefined) {
-      const principal = await principalFromApiKey(c.var.deps, presentedKey);
-      c.set("principal", principal);
-      await next();
-      await audit.record({
-        actor: actorOf(principal),
-        workspaceId: principal.workspaceId,
-        action: "api_key.used",
-        target: { type: "api_key", id: principal.keyId },
-        // After next(), the route index points at the handler that answered (or the guard that
-        // refused); the last *matched* route may be a catch-all registered after it.
-        data: { method: c.req.method, route: routePath(c), status: c.res.status },
-      });
-      return;
-    }
-
-    const session = await auth.api.getSession({ headers: c.req.raw.headers });
-    if (!session) {
-      c.set("principal", { kind: "anonymous" });
-      return next();
-    }
-    // Cookies ride along on cross-site requests; a state change must come from a page we trust.
-    if (UNSAFE_METHODS.has(c.req.method)) {
-      const origin = c.req.header("origin");
-      if (!origin || !env.trustedOrigins.includes(origin)) {
-        throw new HttpProblem(
-          403,
-          "UNTRUSTED_ORIGIN",
-          "Cookie-authenticated changes must come from a trusted origin.",
-        );
-      }
-    }
-    c.set("principal", {
-      kind: "user",
-      userId: session.user.id,
-      email: session.user.email,
-      name: session.user.name,
-    });
-    return next();
-  };
-}
-
-async function principalFromApiKey(
-  deps: AppDeps,
-  presented: string,
-): Promise<Principal & { kind: "api_key" }> {
-  const { auth, audit, database } = deps;
-  const reject = async (reason: string): Promise<never> => {
-    await audit.record({
-      actor: { type: "anonymous", id: null, label: null },
-      action: "api_key.rejected",
-      data: { reason, keyStart: presented.slice(0, API_KEY_VISIBLE_CHARS) },
-    });
-    throw new HttpProblem(401, "INVALID_API_KEY", "The API key is unknown, revoked or expired.");
-  };
-  const verified = await auth.api.verifyApiKey({ body: { key: presented } });
-  if (!verified.valid || !verified.key) return reject(verified.error?.code ?? "INVALID_API_KEY");
-  const key = verified.key;
-  const metadata = (key.metadata ?? {}) as { role?: unknown; createdBy?: unknown };
-  if (!isWorkspaceRole(metadata.role) || typeof metadata.createdBy !== "string")
-    return reject("KEY_METADATA_INVALID");
-
-  // A key never outranks the person who made it, and stops working when they leave.
-  const creator = await database.db
-    .selectFrom("member")
-    .select("role")
-    .where("organizationId", "=", key.referenceId)
-    .where("userId", "=", metadata.createdBy)
-    .executeTakeFirst();
-  if (!creator || !isWorkspaceRole(creator.role)) return reject("KEY_CREATOR_LEFT_WORKSPACE");
-  const role = lowerOf(metadata.role, creator.role);
-  return {
-    kind: "api_key",
-    keyId: key.id,
-    name: key.name ?? key.id,
-    workspaceId: key.referenceId,
-    role,
-    createdBy: metadata.createdBy,
-  };
-}
-
-const API_KEY_VISIBLE_CHARS = 8;

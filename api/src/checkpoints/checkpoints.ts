@@ -1,21 +1,15 @@
-import type { Checkpoint, CheckpointReason, Computer, Database } from "@cubicle/db";
+import type { Checkpoint, CheckpointReason, Computer, Database, DatabaseHandle } from "@cubicle/db";
 import { ProviderError } from "@cubicle/providers/contract";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import type { Kysely } from "kysely";
+import type { AuditLog } from "../audit/audit-log.ts";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
-import {
-  type ComputerDeps,
-  destroyComputer,
-  ensureRunning,
-  type MachineCheckpoints,
-  type MachineMoment,
-  machineOfRecord,
-  type StopReason,
-} from "../computers/lifecycle.ts";
-import { computerBusy, openSessions, screensControlled, screensInUse } from "../computers/occupancy.ts";
-import type { Machine } from "../computers/repository.ts";
-import type { AppDeps } from "../context.ts";
+import type { MachineCheckpoints, MachineMoment, StopReason } from "../computers/lifecycle.ts";
+import { openSessions, screensControlled, screensInUse } from "../computers/occupancy.ts";
+import { type Machine, machineOfRecord } from "../computers/repository.ts";
 import { HttpProblem } from "../http/problem.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { Sandbox } from "../sandbox/sandbox.ts";
 import { clearRetry, scheduleRetry } from "./retries.ts";
 import {
   type CheckpointStore,
@@ -24,14 +18,21 @@ import {
   selectForRemoval,
 } from "./store/index.ts";
 
-export type CheckpointsDeps = Pick<AppDeps, "database" | "audit" | "logger" | "sandbox">;
-
+/** Where a restore puts a revision: the running machine, or a fresh one made for it. */
 export type RestoreTarget = "current" | "fresh";
 
+export interface CheckpointsDeps {
+  database: DatabaseHandle;
+  audit: AuditLog;
+  logger: Logger;
+  sandbox: Sandbox;
+}
+
 /**
- * Checkpoints of computers' homes (DESIGN §2): when they are taken, what is kept, how a revision
- * comes back. Revisions live in the store (content-addressed, written atomically); the database
- * catalogs the complete ones, so a revision is listed only once it exists whole.
+ * Checkpoints of computers' homes (docs/architecture.md, "Domain"): when they are taken, what is
+ * kept, how a revision comes back. Revisions live in the store (content-addressed, written
+ * atomically); the database catalogs the complete ones, so a revision is listed only once it
+ * exists whole.
  *
  * Browsers are the one part of a home that is not simply files: Chromium holds cookies in memory
  * and writes them lazily. A running machine in use has its browsers settled (not stopped) before
@@ -170,38 +171,19 @@ export class Checkpoints implements MachineCheckpoints {
   }
 
   /**
-   * Puts a revision back: into the running machine (its browsers are closed and the home as it
-   * was is kept as a `before-restore` revision), or into a fresh machine made for it. Refused
-   * while sessions use the computer.
+   * Puts a revision back into the running machine: its browsers are closed and the home as it
+   * was is kept as a `before-restore` revision first (api/src/restore/ decides where a restore goes).
    */
-  async restore(
-    deps: ComputerDeps & { checkpoints: Checkpoints },
-    computer: Computer,
-    checkpoint: Checkpoint,
-    into: RestoreTarget,
-    actor: AuditActor,
-  ): Promise<Computer> {
-    const busy = await computerBusy(this.db, computer.id);
-    if (busy) throw busy;
-    if (into === "current") {
-      const running = await ensureRunning(deps, computer, actor);
-      await this.lock.run(computer.id, () =>
-        this.replaceHome({ ...running, actor }, checkpoint, "current", []),
-      );
-      return running.computer;
-    }
-    const machine = await machineOfRecord(this.deps, computer);
-    if (machine && (await machine.provider.status(machine.ref)) !== "missing") {
-      await this.lock.run(computer.id, async () => {
-        await machine.provider.closeBrowsers(machine.ref);
-        await this.record({ computer, machine, actor, reason: "before-restore" });
-      });
-    }
-    const destroyed = await destroyComputer(deps, computer, actor, { checkpointed: true });
-    const { computer: restored } = await ensureRunning(deps, destroyed, actor, {
-      restoreRevisionId: checkpoint.id,
+  restoreInto(moment: MachineMoment, checkpoint: Checkpoint): Promise<void> {
+    return this.lock.run(moment.computer.id, () => this.replaceHome(moment, checkpoint, "current", []));
+  }
+
+  /** Keeps the home of a machine about to be replaced by a restore as a `before-restore` revision. */
+  keepBeforeRestore(moment: MachineMoment): Promise<void> {
+    return this.lock.run(moment.computer.id, async () => {
+      await moment.machine.provider.closeBrowsers(moment.machine.ref);
+      await this.record({ ...moment, reason: "before-restore" });
     });
-    return restored;
   }
 
   // -------------------------------------------------------------------------------------------

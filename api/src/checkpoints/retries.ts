@@ -1,10 +1,9 @@
 import type { CheckpointReason, CheckpointRetry, Computer, Database } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
 import { SYSTEM_ACTOR } from "../audit/audit-log.ts";
-import { machineOfRecord } from "../computers/lifecycle.ts";
-import type { AppDeps } from "../context.ts";
+import { machineOfRecord } from "../computers/repository.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
-import type { Checkpoints } from "./checkpoints.ts";
+import type { Checkpoints, CheckpointsDeps } from "./checkpoints.ts";
 
 /**
  * Checkpoints that failed (the supervisor restarting, a full disk) are tried again: one pending
@@ -53,9 +52,7 @@ export function pendingRetry(db: Kysely<Database>, computerId: string): Promise<
 }
 
 /** Tries due retries again; one replica at a time (its advisory lock). */
-export function checkpointRetryJob(
-  deps: Pick<AppDeps, "database" | "sandbox" | "audit" | "logger"> & { checkpoints: Checkpoints },
-): PeriodicJob {
+export function checkpointRetryJob(deps: CheckpointsDeps & { checkpoints: Checkpoints }): PeriodicJob {
   const db = deps.database.db;
   return {
     name: "checkpoint-retry",

@@ -8,6 +8,7 @@ import type { AppEnv } from "../context.ts";
 import { iso } from "../http/iso.ts";
 import { binaryResponse, jsonResponse as json, pathParam } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
+import { restoreRevision } from "../restore/restore.ts";
 import { pendingRetry } from "./retries.ts";
 import { CHECKPOINT_REASONS } from "./store/index.ts";
 
@@ -172,7 +173,7 @@ export function checkpointRoutes() {
     .openapi(restoreCheckpoint, async (c) => {
       const { deps } = c.var;
       const { computer, checkpoint } = await checkpointOf(c);
-      const restored = await deps.checkpoints.restore(
+      const restored = await restoreRevision(
         deps,
         computer,
         checkpoint,

@@ -1,7 +1,8 @@
 import { sql } from "kysely";
 import { SYSTEM_ACTOR } from "../audit/audit-log.ts";
-import type { AppDeps } from "../context.ts";
+import type { ApiEnv } from "../config/env.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
+import type { Logger } from "../observability/logger.ts";
 import { type ComputerDeps, type Condition, stopComputer } from "./lifecycle.ts";
 
 /**
@@ -10,7 +11,7 @@ import { type ComputerDeps, type Condition, stopComputer } from "./lifecycle.ts"
  * dashboard heartbeats all touch `last_activity_at`). They end `suspended` and resume on next use.
  * One replica at a time runs it (its advisory lock), so each suspension happens, and is audited, once.
  */
-export function idleSuspensionJob(deps: ComputerDeps & Pick<AppDeps, "env" | "logger">): PeriodicJob {
+export function idleSuspensionJob(deps: ComputerDeps & { env: ApiEnv; logger: Logger }): PeriodicJob {
   const idle = idleFor(deps.env.sandbox.idleMs / 1000);
   return {
     name: "idle-suspension",

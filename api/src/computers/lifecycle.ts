@@ -1,25 +1,22 @@
-import type { Bot, Computer, ComputerState, Database } from "@cubicle/db";
-import {
-  PROVIDER_KINDS,
-  ProviderError,
-  type ProviderKind,
-  type SandboxProvider,
-} from "@cubicle/providers/contract";
+import type { Bot, Computer, ComputerState, Database, DatabaseHandle } from "@cubicle/db";
+import { ProviderError } from "@cubicle/providers/contract";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import { type Kysely, type RawBuilder, sql } from "kysely";
+import type { AuditLog } from "../audit/audit-log.ts";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
-import type { AppDeps } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
-import { type Machine, machineRefOf } from "./repository.ts";
+import type { Sandbox } from "../sandbox/sandbox.ts";
+import { type Machine, machineOfRecord, machineRefOf } from "./repository.ts";
 
 export type { AuditActor } from "../audit/audit-log.ts";
 
 /**
- * The one place computers change state (DESIGN §2). Every change is audited in the transaction
- * that makes it. Two guards keep one computer from being provisioned (or stopped) twice at once:
- * a per-computer lock in this process, and across api replicas a compare-and-set of `state` to a
- * transitional value (`booting`, `suspending`) that only one caller can win; the others wait for
- * it to settle. A transition whose owner died is taken over once it is TRANSITION_STALE_MS old.
+ * The one place computers change state (docs/architecture.md, "Domain"). Every change is audited
+ * in the transaction that makes it. Two guards keep one computer from being provisioned (or
+ * stopped) twice at once: a per-computer lock in this process, and across api replicas a
+ * compare-and-set of `state` to a transitional value (`booting`, `suspending`) that only one
+ * caller can win; the others wait for it to settle. A transition whose owner died is taken over
+ * once it is TRANSITION_STALE_MS old.
  */
 
 /**
@@ -45,9 +42,12 @@ export interface MachineMoment {
   actor: AuditActor;
 }
 
-export type ComputerDeps = Pick<AppDeps, "database" | "sandbox" | "audit"> & {
+export interface ComputerDeps {
+  database: DatabaseHandle;
+  sandbox: Sandbox;
+  audit: AuditLog;
   checkpoints?: MachineCheckpoints;
-};
+}
 
 export type StopReason = "manual" | "idle";
 
@@ -423,35 +423,6 @@ function audited(
     },
     db,
   );
-}
-
-/**
- * The machine a record points at, on the provider kind that made it (stop, destroy and
- * checkpoints go there), or null when it has none.
- */
-export async function machineOfRecord(deps: ComputerDeps, computer: Computer): Promise<Machine | null> {
-  if (computer.provider_ref === null) return null;
-  const kind = computer.provider_kind as ProviderKind;
-  if (!PROVIDER_KINDS.includes(kind)) return null;
-  let provider: SandboxProvider;
-  try {
-    provider = await deps.sandbox.provider(kind);
-  } catch (error) {
-    throw new ProviderError(
-      "PROVIDER_FAILURE",
-      `the ${kind} provider that made this computer's machine is not available: ${(error as Error).message}`,
-      { cause: error },
-    );
-  }
-  return {
-    provider,
-    ref: {
-      homeKey: computer.home_key,
-      computerId: computer.id,
-      workspaceId: computer.workspace_id,
-      providerRef: computer.provider_ref,
-    },
-  };
 }
 
 async function statusOfRecord(deps: ComputerDeps, computer: Computer) {

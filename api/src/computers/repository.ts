@@ -1,8 +1,15 @@
 import type { Computer, Database } from "@cubicle/db";
-import type { MachineRef, SandboxProvider } from "@cubicle/providers/contract";
+import { reusableRef } from "@cubicle/providers";
+import {
+  type MachineRef,
+  PROVIDER_KINDS,
+  ProviderError,
+  type ProviderKind,
+  type SandboxProvider,
+} from "@cubicle/providers/contract";
 import type { Kysely } from "kysely";
-import type { AppDeps } from "../context.ts";
 import { notFound } from "../http/problem.ts";
+import type { Sandbox } from "../sandbox/sandbox.ts";
 
 export function findComputer(
   db: Kysely<Database>,
@@ -33,8 +40,7 @@ export function machineRefOf(computer: Computer, provider: SandboxProvider): Mac
     homeKey: computer.home_key,
     computerId: computer.id,
     workspaceId: computer.workspace_id,
-    // A providerRef is only meaningful to the kind of provider that issued it (DESIGN §2).
-    providerRef: computer.provider_kind === provider.kind ? computer.provider_ref : null,
+    providerRef: reusableRef(provider, { kind: computer.provider_kind, ref: computer.provider_ref }),
   };
 }
 
@@ -44,7 +50,39 @@ export interface Machine {
 }
 
 /** The computer's machine as the provider in effect now sees it. */
-export async function machineOf(deps: Pick<AppDeps, "sandbox">, computer: Computer): Promise<Machine> {
+export async function machineOf(deps: { sandbox: Sandbox }, computer: Computer): Promise<Machine> {
   const provider = await deps.sandbox.current();
   return { provider, ref: machineRefOf(computer, provider) };
+}
+
+/**
+ * The machine a record points at, on the provider kind that made it (stop, destroy and
+ * checkpoints go there), or null when it has none.
+ */
+export async function machineOfRecord(
+  deps: { sandbox: Sandbox },
+  computer: Computer,
+): Promise<Machine | null> {
+  if (computer.provider_ref === null) return null;
+  const kind = computer.provider_kind as ProviderKind;
+  if (!PROVIDER_KINDS.includes(kind)) return null;
+  let provider: SandboxProvider;
+  try {
+    provider = await deps.sandbox.provider(kind);
+  } catch (error) {
+    throw new ProviderError(
+      "PROVIDER_FAILURE",
+      `the ${kind} provider that made this computer's machine is not available: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  return {
+    provider,
+    ref: {
+      homeKey: computer.home_key,
+      computerId: computer.id,
+      workspaceId: computer.workspace_id,
+      providerRef: computer.provider_ref,
+    },
+  };
 }

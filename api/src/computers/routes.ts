@@ -1,4 +1,5 @@
 import { COMPUTER_STATES, type Computer } from "@cubicle/db";
+import { computersDisabled, movesOnNextStart } from "@cubicle/providers";
 import { PROVIDER_KINDS } from "@cubicle/providers/contract";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -31,6 +32,14 @@ const ComputerSchema = z
     providerKind: z.string().openapi({ description: "The provider that runs (or last ran) its machine." }),
     effectiveProvider: z.enum(PROVIDER_KINDS).openapi({
       description: "The provider new machines get now; a start moves the computer to it if they differ.",
+    }),
+    movesOnNextStart: z.boolean().openapi({
+      description:
+        "Its machine ran on another provider than the effective one: the next start moves it there, restored from its latest checkpoint.",
+    }),
+    computersDisabled: z.boolean().openapi({
+      description:
+        "The effective provider runs no computers (SANDBOX_PROVIDER is none, or a remote provider has no key).",
     }),
     lastActivityAt: z.string().datetime().nullable(),
     sessions: z
@@ -240,6 +249,8 @@ async function views(c: Context<AppEnv>, computers: Computer[]): Promise<z.infer
       stateDetail: computer.state_detail,
       providerKind: computer.provider_kind,
       effectiveProvider: choice.effective,
+      movesOnNextStart: movesOnNextStart(computer.provider_kind, choice.effective),
+      computersDisabled: computersDisabled(choice.effective),
       lastActivityAt: isoOrNull(computer.last_activity_at),
       sessions: of(sessions).map((s) => ({
         id: s.id,

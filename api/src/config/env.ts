@@ -30,7 +30,7 @@ export interface ApiEnv {
   readonly checkpoints: CheckpointsEnv;
 }
 
-/** Revisions of homes (DESIGN §2 «Checkpoint»). */
+/** Revisions of homes (checkpoints; docs/architecture.md, "Domain"). */
 export interface CheckpointsEnv {
   /** Where the file checkpoint store keeps its objects and revisions. */
   readonly dir: string;
@@ -40,13 +40,16 @@ export interface CheckpointsEnv {
   readonly keepDailyForDays: number;
 }
 
-/** Computer-use sessions of automations (execution leases, DESIGN §2). */
+/** Computer-use sessions of automations (execution leases; docs/architecture.md, "Domain"). */
 export interface SessionsEnv {
   /** How long a session lasts past its last heartbeat. */
   readonly leaseMs: number;
 }
 
-/** Live screens (DESIGN §4). The capability keys are secrets, validated in secrets.ts. */
+/**
+ * Live screens (docs/architecture.md, "Capabilities and live screens"). The capability keys are
+ * secrets, validated in secrets.ts.
+ */
 export interface ScreensEnv {
   readonly capabilityKey: string | undefined;
   /** Retired keys still accepted for verification, for the overlap of a rotation. */
@@ -57,7 +60,10 @@ export interface ScreensEnv {
   readonly controlLeaseMs: number;
 }
 
-/** Where computers run (DESIGN §3, §6). Vendor keys are secrets: never logged, never returned. */
+/**
+ * Where computers run (docs/architecture.md, "The provider contract" and "Configuration"). Vendor
+ * keys are secrets: never logged, never returned.
+ */
 export interface SandboxEnv {
   readonly provider: ProviderKind;
   readonly supervisorUrl: string;

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { usesSupervisor } from "@cubicle/providers";
 import { type ApiEnv, ConfigError } from "./env.ts";
 
 export interface Secrets {
@@ -119,7 +120,7 @@ export function resolveSecrets(env: ApiEnv): Secrets {
     SCREEN_CAPABILITY_KEY: env.screens.capabilityKey,
   };
   const required = (Object.keys(SECRET_FILES) as RequiredSecret[]).filter(
-    (name) => name !== "SANDBOX_SUPERVISOR_TOKEN" || env.sandbox.provider === "docker",
+    (name) => name !== "SANDBOX_SUPERVISOR_TOKEN" || usesSupervisor(env.sandbox.provider),
   );
 
   for (const name of required) {

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import type { AppDeps } from "../context.ts";
+import type { DatabaseHandle } from "@cubicle/db";
+import type { Logger } from "../observability/logger.ts";
 
 export interface PeriodicJob {
   /** Names the job in logs and picks its advisory lock. */
@@ -22,7 +23,10 @@ export function lockKeyOf(name: string): number {
  * that moment; the others skip the round. Each job has its own timer and lock, so a slow one (idle
  * suspension stopping machines) never delays a fast one (control lease expiry). Rounds never overlap.
  */
-export function startPeriodicJob(deps: Pick<AppDeps, "database" | "logger">, job: PeriodicJob): RunningJob {
+export function startPeriodicJob(
+  deps: { database: DatabaseHandle; logger: Logger },
+  job: PeriodicJob,
+): RunningJob {
   const key = lockKeyOf(job.name);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;

@@ -1,6 +1,5 @@
-import type { Database } from "@cubicle/db";
+import type { Database, DatabaseHandle } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
-import type { AppDeps } from "../context.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
 
 /**
@@ -26,7 +25,7 @@ async function pruneRedemptions(db: Kysely<Database>): Promise<void> {
 }
 
 /** Redemption rows only matter for a minute; pruning them now and then is plenty. */
-export function redemptionPruneJob(deps: Pick<AppDeps, "database">): PeriodicJob {
+export function redemptionPruneJob(deps: { database: DatabaseHandle }): PeriodicJob {
   return {
     name: "capability-redemption-prune",
     everyMs: 60_000,

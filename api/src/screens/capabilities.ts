@@ -1,4 +1,5 @@
 import type { Computer } from "@cubicle/db";
+import type { CapabilityKeyring } from "@cubicle/proxy/capability";
 import {
   type MintedCapability,
   mintCapability,
@@ -7,11 +8,13 @@ import {
 } from "@cubicle/proxy/capability";
 import { personRequired, roleForbidden } from "../access/guards.ts";
 import { hasRole } from "../access/roles.ts";
+import type { AuditLog } from "../audit/audit-log.ts";
 import { actorOf, type Principal } from "../auth/principal.ts";
 import { machineOf } from "../computers/repository.ts";
-import type { AppDeps, WorkspaceAccess } from "../context.ts";
+import type { WorkspaceAccess } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { liveLease } from "./control-leases.ts";
+import type { ControlServerDeps } from "./control-server.ts";
 import { openControlFor } from "./control-server.ts";
 
 export interface CapabilityRequest {
@@ -28,7 +31,7 @@ export interface CapabilityRequest {
  * password) is sealed inside the token, so the caller never sees it.
  */
 export async function mintScreenCapability(
-  deps: AppDeps,
+  deps: ControlServerDeps & { capabilities: CapabilityKeyring; audit: AuditLog },
   request: CapabilityRequest,
 ): Promise<MintedCapability> {
   const { principal, access, computer, screen, mode } = request;

@@ -1,6 +1,7 @@
-import type { AppDeps } from "../context.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
+import type { LeaseStore } from "./control-leases.ts";
 import { expireDue } from "./control-leases.ts";
+import type { ControlServerDeps } from "./control-server.ts";
 import { closeControlUnlessHeld } from "./control-server.ts";
 
 /**
@@ -8,7 +9,7 @@ import { closeControlUnlessHeld } from "./control-server.ts";
  * together with the proxies' event stream, a control socket closes within a second of expiry.
  * (Each expired lease is also claimed by exactly one UPDATE; see expireDue.)
  */
-export function controlExpiryJob(deps: AppDeps): PeriodicJob {
+export function controlExpiryJob(deps: LeaseStore & ControlServerDeps): PeriodicJob {
   return {
     name: "control-lease-expiry",
     everyMs: 250,

@@ -1,7 +1,7 @@
-import type { ControlLease, Database } from "@cubicle/db";
+import type { ControlLease, Database, DatabaseHandle } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
+import type { AuditLog } from "../audit/audit-log.ts";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
-import type { AppDeps } from "../context.ts";
 import { iso } from "../http/iso.ts";
 
 /**
@@ -32,7 +32,10 @@ export interface LiveLease extends ControlLease {
   holder_email: string;
 }
 
-export type LeaseStore = Pick<AppDeps, "database" | "audit">;
+export interface LeaseStore {
+  database: DatabaseHandle;
+  audit: AuditLog;
+}
 
 const summaryOf = (lease: ControlLease): LeaseSummary => ({
   id: lease.id,

@@ -1,10 +1,17 @@
-import type { Computer } from "@cubicle/db";
+import type { Computer, DatabaseHandle } from "@cubicle/db";
 import type { ScreenTarget } from "@cubicle/proxy/capability";
 import { machineOf } from "../computers/repository.ts";
-import type { AppDeps } from "../context.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { Sandbox } from "../sandbox/sandbox.ts";
 import { liveLease } from "./control-leases.ts";
 
-type Deps = Pick<AppDeps, "sandbox" | "database" | "logger" | "controlPassword">;
+export interface ControlServerDeps {
+  sandbox: Sandbox;
+  database: DatabaseHandle;
+  logger: Logger;
+  /** The VNC password of a control lease's server (see control-password.ts). */
+  controlPassword: (leaseId: string) => string;
+}
 
 /**
  * Starts (or keeps running) the screen's input-accepting VNC server for this lease. Idempotent
@@ -12,7 +19,7 @@ type Deps = Pick<AppDeps, "sandbox" | "database" | "logger" | "controlPassword">
  * replaces the server, dropping connections made under the previous lease.
  */
 export async function openControlFor(
-  deps: Deps,
+  deps: ControlServerDeps,
   computer: Computer,
   screen: number,
   leaseId: string,
@@ -26,7 +33,11 @@ export async function openControlFor(
  * closes them. A lease granted meanwhile would have lost its server, so it gets it back. Never
  * throws: the lease has ended either way, and a stopped or missing machine has no server to stop.
  */
-export async function closeControlUnlessHeld(deps: Deps, computer: Computer, screen: number): Promise<void> {
+export async function closeControlUnlessHeld(
+  deps: ControlServerDeps,
+  computer: Computer,
+  screen: number,
+): Promise<void> {
   try {
     const { provider, ref } = await machineOf(deps, computer);
     await provider.closeControl(ref, screen);

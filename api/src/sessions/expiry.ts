@@ -1,5 +1,7 @@
+import type { DatabaseHandle } from "@cubicle/db";
+import type { AuditLog } from "../audit/audit-log.ts";
 import { SYSTEM_ACTOR } from "../audit/audit-log.ts";
-import type { AppDeps } from "../context.ts";
+import type { Checkpoints } from "../checkpoints/checkpoints.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
 import { expireDue } from "./leases.ts";
 
@@ -9,7 +11,11 @@ import { expireDue } from "./leases.ts";
  * this sweep only makes the record (and the screens shown as in use) timely. An expired session
  * ended as a failure: its computer is checkpointed like after any session.
  */
-export function sessionExpiryJob(deps: Pick<AppDeps, "database" | "audit" | "checkpoints">): PeriodicJob {
+export function sessionExpiryJob(deps: {
+  database: DatabaseHandle;
+  audit: AuditLog;
+  checkpoints: Checkpoints;
+}): PeriodicJob {
   return {
     name: "session-lease-expiry",
     everyMs: 1_000,

@@ -1,15 +1,16 @@
-import type { Database, ExecutionLeasesTable, ScreenLeasesTable } from "@cubicle/db";
+import type { Database, DatabaseHandle, ExecutionLeasesTable, ScreenLeasesTable } from "@cubicle/db";
 import { type Kysely, type Selectable, sql } from "kysely";
+import type { AuditLog } from "../audit/audit-log.ts";
 import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
-import type { AppDeps } from "../context.ts";
 import { iso } from "../http/iso.ts";
 
 /**
- * Sessions are execution leases (DESIGN §2): one open session per bot (the partial unique index
- * `execution_leases_one_open_per_bot`), each with a fence from the shared `lease_fence` sequence.
- * A session on a graphical computer also holds a screen lease (unique per computer and index, and
- * per computer and bot), released with it. Every change is audited in the transaction that makes
- * it; expiry is judged by the database clock, the one clock every replica shares.
+ * Sessions are execution leases (docs/architecture.md, "Domain"): one open session per bot (the
+ * partial unique index `execution_leases_one_open_per_bot`), each with a fence from the shared
+ * `lease_fence` sequence. A session on a graphical computer also holds a screen lease (unique per
+ * computer and index, and per computer and bot), released with it. Every change is audited in the
+ * transaction that makes it; expiry is judged by the database clock, the one clock every replica
+ * shares.
  */
 
 export type ExecutionLease = Selectable<ExecutionLeasesTable>;
@@ -26,7 +27,10 @@ export interface SessionView extends ExecutionLease {
   screen_index: number | null;
 }
 
-export type LeaseStore = Pick<AppDeps, "database" | "audit">;
+export interface LeaseStore {
+  database: DatabaseHandle;
+  audit: AuditLog;
+}
 
 /** Who holds (or asks for) a session: a person or an API key. */
 export interface Holder {

@@ -4,12 +4,13 @@ import { homeRelativePath } from "@cubicle/providers/kernel";
 import type { Machine } from "../computers/repository.ts";
 
 /**
- * Where a session's paths point (DESIGN §2). On a Team Computer a bot starts in `bots/<bot id>/`:
- * a relative path is taken from there, while `shared/…` and `bots/…` name the team home's own
- * folders. On a Private Computer paths are relative to the bot's home. The caller's path is
- * normalised first by the providers' one rule (no absolute paths, no `..` that climbs out, no NUL
- * or backslash); the provider then also refuses symlink escapes. These folders organise work,
- * they are not security boundaries: every bot of a Team Computer can reach the whole team home.
+ * Where a session's paths point (docs/architecture.md, "Domain"). On a Team Computer a bot starts
+ * in `bots/<bot id>/`: a relative path is taken from there, while `shared/…` and `bots/…` name the
+ * team home's own folders. On a Private Computer paths are relative to the bot's home. The
+ * caller's path is normalised first by the providers' one rule (no absolute paths, no `..` that
+ * climbs out, no NUL or backslash); the provider then also refuses symlink escapes. These folders
+ * organise work, they are not security boundaries: every bot of a Team Computer can reach the
+ * whole team home.
  */
 export interface SessionPaths {
   /** The home-relative folder relative paths start in ("" for the home itself). */

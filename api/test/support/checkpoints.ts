@@ -1,6 +1,6 @@
 import type { Computer } from "@cubicle/db";
 import { expect } from "vitest";
-import { machineOfRecord } from "../../src/computers/lifecycle.ts";
+import { machineOfRecord } from "../../src/computers/repository.ts";
 import { expectStatus, type TestApi } from "./harness.ts";
 import { treeOf } from "./homes.ts";
 import { createBot, type OpenedSession, SessionClient } from "./sessions.ts";

@@ -1,8 +1,8 @@
 import { type Kysely, sql } from "kysely";
 
 /**
- * Cubicle's own domain (DESIGN §2). Workspaces, members and invitations are Better Auth's
- * organization tables from 0001; everything here points at them.
+ * Cubicle's own domain (docs/architecture.md, "Domain"). Workspaces, members and invitations are
+ * Better Auth's organization tables from 0001; everything here points at them.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema

@@ -1,6 +1,9 @@
 import { type Kysely, sql } from "kysely";
 
-/** Live screens (DESIGN §4): the replay guard shared by every proxy replica, and fast lease expiry. */
+/**
+ * Live screens (docs/architecture.md, "Capabilities and live screens"): the replay guard shared by
+ * every proxy replica, and fast lease expiry.
+ */
 export async function up(db: Kysely<unknown>): Promise<void> {
   // A capability's token id, recorded the first time a proxy presents it. Rows are only needed
   // until the token itself expires; after that its signature check refuses it anyway.

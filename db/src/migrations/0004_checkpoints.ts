@@ -1,9 +1,9 @@
 import { type Kysely, sql } from "kysely";
 
 /**
- * Checkpoints (DESIGN §2): the catalog of revisions records what each one added to the store, and
- * checkpoints that failed wait here to be tried again (one per computer: the next attempt
- * records the home as it is then, whatever the reason of the first).
+ * Checkpoints (docs/architecture.md, "Domain"): the catalog of revisions records what each one
+ * added to the store, and checkpoints that failed wait here to be tried again (one per computer:
+ * the next attempt records the home as it is then, whatever the reason of the first).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema

@@ -141,3 +141,24 @@ export async function buildProvider(kind: ProviderKind, context: BuildContext): 
       );
   }
 }
+
+/**
+ * A providerRef is only meaningful to the kind of provider that issued it: the recorded ref when
+ * `provider` made it, else null (the machine is replaced, restored from the latest checkpoint).
+ */
+export function reusableRef(
+  provider: Pick<SandboxProvider, "kind">,
+  recorded: { kind: string; ref: string | null },
+): string | null {
+  return recorded.kind === provider.kind ? recorded.ref : null;
+}
+
+/** Whether a computer whose machine ran on `recordedKind` moves to `effective` at its next start. */
+export function movesOnNextStart(recordedKind: string, effective: ProviderKind): boolean {
+  return recordedKind !== effective;
+}
+
+/** Whether the effective provider runs no computers at all (SANDBOX_PROVIDER=none, or no key). */
+export function computersDisabled(effective: ProviderKind): boolean {
+  return effective === "none";
+}

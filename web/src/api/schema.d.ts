@@ -6274,6 +6274,10 @@ export interface components {
              * @enum {string}
              */
             effectiveProvider: "docker" | "e2b" | "daytona" | "box" | "desktop" | "none" | "fake" | "e2b-emulator" | "daytona-emulator" | "box-emulator";
+            /** @description Its machine ran on another provider than the effective one: the next start moves it there, restored from its latest checkpoint. */
+            movesOnNextStart: boolean;
+            /** @description The effective provider runs no computers (SANDBOX_PROVIDER is none, or a remote provider has no key). */
+            computersDisabled: boolean;
             /** Format: date-time */
             lastActivityAt: string | null;
             /** @description Open sessions on it. */

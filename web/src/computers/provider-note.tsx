@@ -5,12 +5,12 @@ import type { Computer } from "./queries.ts";
  * runs when that differs: its next start moves it to the effective one, restored from a checkpoint.
  */
 export function ProviderNote({ computer }: { computer: Computer }) {
-  const { effectiveProvider, providerKind } = computer;
+  const { effectiveProvider, providerKind, computersDisabled, movesOnNextStart } = computer;
   return (
     <span>
       <span className="mono">{effectiveProvider}</span>
-      {effectiveProvider === "none" ? <span className="muted small"> (computers are disabled)</span> : null}
-      {providerKind !== effectiveProvider ? (
+      {computersDisabled ? <span className="muted small"> (computers are disabled)</span> : null}
+      {movesOnNextStart ? (
         <span className="muted small">
           {" "}
           (ran on <span className="mono">{providerKind}</span>; the next start moves it)

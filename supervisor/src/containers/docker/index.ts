@@ -53,7 +53,7 @@ function assertScreen(index: number): void {
   }
 }
 
-/** Computers as Docker containers on this engine (DESIGN §5). */
+/** Computers as Docker containers on this engine (docs/architecture.md, "The Docker computer"). */
 export class DockerContainerManager implements ContainerManager {
   private readonly locks = new KeyedLock();
 

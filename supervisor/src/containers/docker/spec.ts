@@ -21,10 +21,10 @@ export const SCREEN_PORTS = Array.from({ length: 16 }, (_, i) => 6080 + i);
 export const containerName = (homeKey: string) => `cubicle-${homeKey}`;
 
 /**
- * How a computer's container is made (DESIGN §5): the image's non-root user, no new privileges,
- * every capability dropped (the image needs none: everything in it runs as that user), memory,
- * CPU and process limits, the home bind-mounted, the screen ports published on loopback only on
- * ports Docker picks.
+ * How a computer's container is made (docs/architecture.md, "The Docker computer"): the image's
+ * non-root user, no new privileges, every capability dropped (the image needs none: everything in
+ * it runs as that user), memory, CPU and process limits, the home bind-mounted, the screen ports
+ * published on loopback only on ports Docker picks.
  */
 export function containerSpec(
   config: SupervisorConfig,
