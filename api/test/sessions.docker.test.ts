@@ -115,9 +115,10 @@ describe("Team and Private computers", () => {
       problem(await robot.open(c.id), 409, "COMPUTER_BUSY");
       expectStatus(await robot.end(first), 200);
 
-      // A replica of the api on the same database and supervisor, whose sessions last 1.5 s.
+      // A replica of the api on the same database and supervisor, whose sessions last 5 s: long
+      // enough that a loaded machine still checks the live session before it lapses.
       const short: RunningApi = await startApi(
-        { ...t.api.deps.env, port: 0, sessions: { leaseMs: 1_500 } },
+        { ...t.api.deps.env, port: 0, sessions: { leaseMs: 5_000 } },
         { database: t.database },
       );
       try {
@@ -126,9 +127,9 @@ describe("Team and Private computers", () => {
           w.workspaceId,
         );
         const old = await hurried.opened(c.id);
-        expectStatus(await hurried.write(old, "log.txt", "old"), 204);
         problem(await robot.open(c.id), 409, "COMPUTER_BUSY");
-        await sleep(2_000);
+        expectStatus(await hurried.write(old, "log.txt", "old"), 204);
+        await sleep(5_500);
         const fresh = await robot.opened(c.id);
         expect(fresh.fence).toBeGreaterThan(old.fence);
         expect(problem(await hurried.write(old, "log.txt", "stale"), 409, "STALE_FENCE").detail).toContain(

@@ -1,5 +1,4 @@
-import type { Kysely } from "kysely";
-import { type Migration, type MigrationResultSet, Migrator } from "kysely";
+import { type Kysely, type Migration, type MigrationResultSet, Migrator } from "kysely";
 import * as accounts from "./migrations/0001_accounts.ts";
 import * as domain from "./migrations/0002_domain.ts";
 import * as screenCapabilities from "./migrations/0003_screen_capabilities.ts";

@@ -1,5 +1,5 @@
 /**
- * The typed client of the supervisor's HTTP API; the api's docker provider uses it. Failures throw
+ * The typed client of the supervisor's HTTP API; the providers' docker backend uses it. Failures throw
  * `SupervisorError` with the HTTP status and the problem's stable `code`.
  */
 import { request as httpRequest } from "node:http";

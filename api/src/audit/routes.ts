@@ -1,5 +1,4 @@
-import type { AuditEvent } from "@cubicle/db";
-import { ACTOR_TYPES } from "@cubicle/db";
+import { ACTOR_TYPES, type AuditEvent } from "@cubicle/db";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";

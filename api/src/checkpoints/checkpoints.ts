@@ -2,8 +2,7 @@ import type { Checkpoint, CheckpointReason, Computer, Database, DatabaseHandle }
 import { ProviderError } from "@cubicle/providers/contract";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import type { Kysely } from "kysely";
-import type { AuditLog } from "../audit/audit-log.ts";
-import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { MachineCheckpoints, MachineMoment, StopReason } from "../computers/lifecycle.ts";
 import { openSessions, screensControlled, screensInUse } from "../computers/occupancy.ts";
 import { type Machine, machineOfRecord } from "../computers/repository.ts";

@@ -2,8 +2,7 @@ import type { Bot, Computer, ComputerState, Database, DatabaseHandle } from "@cu
 import { ProviderError } from "@cubicle/providers/contract";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import { type Kysely, type RawBuilder, sql } from "kysely";
-import type { AuditLog } from "../audit/audit-log.ts";
-import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { type Machine, machineOfRecord, machineRefOf } from "./repository.ts";

@@ -64,7 +64,7 @@ describe("backends that are not built yet", () => {
   it.each(["e2b", "daytona", "box", "e2b-emulator", "daytona-emulator", "box-emulator"] as const)(
     "%s refuses provision with NOT_AVAILABLE_YET",
     async (kind) => {
-      const provider = await buildProvider(kind, contextOf({ SANDBOX_PROVIDER: "none" }));
+      const provider = await buildProvider(kind, contextOf({ SANDBOX_PROVIDER: "none", NODE_ENV: "test" }));
       expect(provider.kind).toBe(kind);
       await expect(provider.provision(ref)).rejects.toMatchObject({ code: "NOT_AVAILABLE_YET" });
     },

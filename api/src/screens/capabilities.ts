@@ -1,6 +1,6 @@
 import type { Computer } from "@cubicle/db";
-import type { CapabilityKeyring } from "@cubicle/proxy/capability";
 import {
+  type CapabilityKeyring,
   type MintedCapability,
   mintCapability,
   type ScreenMode,
@@ -14,8 +14,7 @@ import { machineOf } from "../computers/repository.ts";
 import type { WorkspaceAccess } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { liveLease } from "./control-leases.ts";
-import type { ControlServerDeps } from "./control-server.ts";
-import { openControlFor } from "./control-server.ts";
+import { type ControlServerDeps, openControlFor } from "./control-server.ts";
 
 export interface CapabilityRequest {
   principal: Principal;

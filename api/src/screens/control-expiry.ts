@@ -1,8 +1,6 @@
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
-import type { LeaseStore } from "./control-leases.ts";
-import { expireDue } from "./control-leases.ts";
-import type { ControlServerDeps } from "./control-server.ts";
-import { closeControlUnlessHeld } from "./control-server.ts";
+import { expireDue, type LeaseStore } from "./control-leases.ts";
+import { type ControlServerDeps, closeControlUnlessHeld } from "./control-server.ts";
 
 /**
  * Ends control leases whose time ran out and stops their control servers. Four times a second:

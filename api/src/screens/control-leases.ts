@@ -1,7 +1,6 @@
 import type { ControlLease, Database, DatabaseHandle } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
-import type { AuditLog } from "../audit/audit-log.ts";
-import { type AuditActor, SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import { iso } from "../http/iso.ts";
 
 /**

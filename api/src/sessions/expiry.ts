@@ -1,6 +1,5 @@
 import type { DatabaseHandle } from "@cubicle/db";
-import type { AuditLog } from "../audit/audit-log.ts";
-import { SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import { type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { Checkpoints } from "../checkpoints/checkpoints.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
 import { expireDue } from "./leases.ts";

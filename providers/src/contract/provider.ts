@@ -127,7 +127,15 @@ export interface SandboxProvider {
 
   /** The whole home as a tar stream (paths relative to the home). */
   exportHome(ref: MachineRef): Promise<ReadableStream<Uint8Array>>;
-  /** Replace the home's contents with the tar stream's. */
+  /**
+   * Replace the home's contents with the tar stream's, atomically: on failure the old contents
+   * stay. Once the archive is extracted, and before anything is swapped, the machine's browsers are
+   * closed as `closeBrowsers` closes them (their whole profile written; they stay closed): one left
+   * running would write its profile into the home during the swap and, after it, its old state into
+   * the new one, a mix of both. An archive refused or broken before that leaves the browsers
+   * running. The swap moves entries by renames only, so another program writing in the home cannot
+   * make it fail. Remote providers give the same guarantee through this contract.
+   */
   importHome(ref: MachineRef, tar: ReadableStream<Uint8Array>): Promise<void>;
 
   /**

@@ -6,6 +6,7 @@ import type { Writable } from "node:stream";
 import { ProviderError } from "../contract/index.ts";
 import { outputOf } from "../kernel/child-output.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
+import { closeBrowsers } from "./browsers.ts";
 import type { Machine } from "./machines.ts";
 import { computerEnvironment, describeExit, type Exit, exitOf, isRunning, killGroup } from "./processes.ts";
 
@@ -151,24 +152,86 @@ export async function importHome(
 
   // the archive's "." entry carries the old home's mode; a home stays private regardless
   await fs.chmod(temp, 0o700);
-  const trash = join(machine.homesDir, `.${machine.homeKey}.trash-${randomBytes(4).toString("hex")}`);
-  let movedAside = false;
+  // Nothing may write the home while it is swapped, nor after into the new one: a running browser
+  // does both (its profile is in the home, opened by path). Closed as closeBrowsers does, so a
+  // failed swap keeps a whole profile; they stay closed, as after a checkpoint restore.
   try {
-    await fs.rename(home, trash);
-    movedAside = true;
+    await closeBrowsers(home);
   } catch (error) {
-    if (!(error instanceof Error && "code" in error && error.code === "ENOENT")) {
-      await fs.rm(temp, { recursive: true, force: true });
-      throw new ProviderError("PROVIDER_FAILURE", "home import failed: the old home could not be moved", {
-        cause: error,
-      });
+    await fs.rm(temp, { recursive: true, force: true });
+    throw new ProviderError("PROVIDER_FAILURE", "home import failed: the browsers could not be closed", {
+      cause: error,
+    });
+  }
+  await swapIn(machine, temp);
+}
+
+const isCode = (error: unknown, ...codes: string[]) =>
+  error instanceof Error && "code" in error && codes.includes(String(error.code));
+
+/**
+ * Swaps the extracted folder in for the home by renames only: the home is renamed aside, the new
+ * one renamed into its place, the old one removed. A rename cannot be made to fail by a program
+ * writing inside the folder it moves, whereas removing a tree being written to can (ENOTEMPTY). A
+ * program still running may make the home's path again between the two renames (one writing by
+ * path, as Chromium does); that folder is renamed aside too and the rename retried. If the new
+ * home cannot be put in place, the old one is renamed back the same way. Removing what was put
+ * aside is retried, and a failure there (something still writing into it) does not fail an import
+ * that is done: the trash is outside the home.
+ */
+async function swapIn(machine: Machine, temp: string): Promise<void> {
+  const home = machine.files.home;
+  const trashes: string[] = [];
+  const aside = async (): Promise<boolean> => {
+    const trash = join(machine.homesDir, `.${machine.homeKey}.trash-${randomBytes(4).toString("hex")}`);
+    try {
+      await fs.rename(home, trash);
+      trashes.push(trash);
+      return true;
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return false;
+      throw error;
     }
+  };
+  /** Renames `from` to the home's path, putting aside a home made again meanwhile. */
+  const into = async (from: string): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await fs.rename(from, home);
+        return;
+      } catch (error) {
+        if (attempt >= 10 || !isCode(error, "ENOTEMPTY", "EEXIST", "ENOTDIR", "EISDIR")) throw error;
+        await aside();
+      }
+    }
+  };
+  const removeTrashes = () =>
+    Promise.all(
+      trashes.map((trash) =>
+        fs
+          .rm(trash, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
+          .catch(() => undefined),
+      ),
+    );
+
+  let old: string | undefined;
+  try {
+    if (await aside()) old = trashes[0];
+  } catch (error) {
+    await fs.rm(temp, { recursive: true, force: true });
+    throw new ProviderError("PROVIDER_FAILURE", "home import failed: the old home could not be moved", {
+      cause: error,
+    });
   }
   try {
-    await fs.rename(temp, home);
+    await into(temp);
   } catch (error) {
-    if (movedAside) await fs.rename(trash, home).catch(() => undefined);
+    if (old !== undefined) {
+      trashes.splice(trashes.indexOf(old), 1);
+      await into(old).catch(() => undefined);
+    }
     await fs.rm(temp, { recursive: true, force: true });
+    await removeTrashes();
     throw new ProviderError(
       "PROVIDER_FAILURE",
       "home import failed: the new home could not be put in place",
@@ -177,5 +240,5 @@ export async function importHome(
       },
     );
   }
-  await fs.rm(trash, { recursive: true, force: true });
+  await removeTrashes();
 }

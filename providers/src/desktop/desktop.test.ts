@@ -6,14 +6,13 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CommandEvent, CommandRequest, MachineRef } from "../contract/index.ts";
-import { ProviderError } from "../contract/index.ts";
+import { type CommandEvent, type CommandRequest, type MachineRef, ProviderError } from "../contract/index.ts";
 import { browsersIn } from "./browsers.ts";
 import { createDesktopProvider, type DesktopProvider } from "./index.ts";
 import { findOnPath, SAFE_PATH } from "./processes.ts";
 
 /**
- * Desktop-only promises the shared suites (api/test/providers/) cannot see from outside: what a
+ * Desktop-only promises the shared suites (providers/testing/suites/) cannot see from outside: what a
  * command's environment holds, symlinks out of the home, process-tree cleanup, real screens.
  */
 

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
 import { dirname, join, posix, sep } from "node:path";
-import type { FileEntry } from "../contract/index.ts";
-import { outsideHome, ProviderError, tooLarge } from "../contract/index.ts";
+import { type FileEntry, outsideHome, ProviderError, tooLarge } from "../contract/index.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 
 /** Where a machine's file operations may land, all as real (symlink-free) absolute paths. */

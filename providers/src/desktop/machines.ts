@@ -1,7 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import type { MachineRef } from "../contract/index.ts";
-import { ProviderError } from "../contract/index.ts";
+import { type MachineRef, ProviderError } from "../contract/index.ts";
 import type { Confinement } from "./files.ts";
 import type { Screen } from "./screens.ts";
 

@@ -1,7 +1,11 @@
 import { join } from "node:path";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
-import type { SandboxProvider } from "../contract/index.ts";
-import { ProviderError, type ProviderKind, TEST_PROVIDER_KINDS } from "../contract/index.ts";
+import {
+  ProviderError,
+  type ProviderKind,
+  type SandboxProvider,
+  TEST_PROVIDER_KINDS,
+} from "../contract/index.ts";
 import { createDesktopProvider } from "../desktop/index.ts";
 import { createDockerProvider } from "../docker/index.ts";
 import { createRefusingProvider } from "../none/index.ts";

@@ -1,5 +1,4 @@
-import type { FileEntry } from "../../src/contract/index.ts";
-import { ProviderError, tooLarge } from "../../src/contract/index.ts";
+import { type FileEntry, ProviderError, tooLarge } from "../../src/contract/index.ts";
 import { homeRelativePath } from "../../src/kernel/home-path.ts";
 
 export interface FakeFile {

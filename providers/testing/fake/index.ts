@@ -1,18 +1,18 @@
-import type {
-  ActResult,
-  CommandEvent,
-  CommandRequest,
-  DesktopAction,
-  FileEntry,
-  MachineRef,
-  MachineStatus,
-  Observation,
-  ProviderCapabilities,
-  Provisioned,
-  SandboxProvider,
-  ScreenTarget,
+import {
+  type ActResult,
+  type CommandEvent,
+  type CommandRequest,
+  type DesktopAction,
+  type FileEntry,
+  type MachineRef,
+  type MachineStatus,
+  type Observation,
+  type ProviderCapabilities,
+  ProviderError,
+  type Provisioned,
+  type SandboxProvider,
+  type ScreenTarget,
 } from "../../src/contract/index.ts";
-import { ProviderError } from "../../src/contract/index.ts";
 import { DOCKER_APPS, dockerScreenEnv } from "../../src/docker/index.ts";
 import { validateActions } from "../../src/kernel/actions.ts";
 import { checkControlPassword } from "../../src/kernel/control-password.ts";

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { holdVncConnection, vncAccepts, vncAnswers, vncMovePointer } from "@cubicle/supervisor/testing/vnc";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -21,6 +22,7 @@ import {
   type ProviderUnderTest,
   pngSize,
   readStream,
+  type SnapshotEntry,
   sameBytes,
   sleep,
   snapshotHome,
@@ -97,10 +99,67 @@ function pidFrom(stdout: string): string {
 }
 
 /**
- * The behaviour every provider shares (api/src/providers/README.md). Each case provisions its own
- * machine on one provider instance; machines are destroyed after each case.
+ * A page that keeps its browser writing the profile for as long as it is open: IndexedDB
+ * transactions and localStorage items (both kept under the profile's `Default/`), many a second.
  */
-export function conformanceSuite(name: string, make: MakeProvider): void {
+const BUSY_PAGE = `<!doctype html><title>busy</title><p>writing</p><script>
+let n = 0;
+const blob = "x".repeat(4096);
+setInterval(() => {
+  for (let i = 0; i < 16; i++) localStorage.setItem("k" + (n++ % 256), blob + n);
+}, 20);
+const opening = indexedDB.open("busy", 1);
+opening.onupgradeneeded = () => opening.result.createObjectStore("s");
+opening.onsuccess = () => {
+  const db = opening.result;
+  setInterval(() => {
+    const tx = db.transaction("s", "readwrite");
+    for (let i = 0; i < 16; i++) tx.objectStore("s").put(blob + n, n++ % 512);
+  }, 20);
+};
+</script>
+`;
+
+/** The profile folder `/opt/cubicle/browser` (Docker) and the desktop's Chromium both use. */
+const PROFILE = ".browser-profiles/chromium";
+
+/** A snapshot with each file's bytes as a digest, so a mismatch lists paths rather than bytes. */
+async function digestHome(p: SandboxProvider, ref: MachineRef, dir = ""): Promise<SnapshotDigest[]> {
+  return (await snapshotHome(p, ref, dir)).map(({ content, ...entry }) =>
+    content === undefined
+      ? entry
+      : { ...entry, sha256: createHash("sha256").update(content, "base64").digest("hex") },
+  );
+}
+
+type SnapshotDigest = Omit<SnapshotEntry, "content"> & { sha256?: string };
+
+/** The page's browser has started writing: its IndexedDB or localStorage is in the profile. */
+async function writingProfile(p: SandboxProvider, ref: MachineRef): Promise<boolean> {
+  try {
+    const names = (await p.listFiles(ref, `${PROFILE}/Default`)).map((entry) => entry.name);
+    return names.includes("IndexedDB") || names.includes("Local Storage");
+  } catch {
+    return false;
+  }
+}
+
+/** Cases a backend may be excused from, each with the reason it cannot apply (see backends.test.ts). */
+export type ConformanceException = "import-while-a-browser-writes" | "launch-starts-programs";
+
+/**
+ * The behaviour every provider shares (providers/README.md). Each case provisions its own
+ * machine on one provider instance; machines are destroyed after each case. A backend excused
+ * from a case (a named exception, with its reason) does not register it.
+ */
+export function conformanceSuite(
+  name: string,
+  make: MakeProvider,
+  exceptions: Partial<Record<ConformanceException, string>> = {},
+): void {
+  const unlessExcused = (exception: ConformanceException, register: () => void) => {
+    if (exceptions[exception] === undefined) register();
+  };
   describe(`${name} conformance`, () => {
     let put: ProviderUnderTest | undefined;
     const provider = (): SandboxProvider => {
@@ -361,6 +420,116 @@ export function conformanceSuite(name: string, make: MakeProvider): void {
             "FILE_NOT_FOUND",
           );
           expect(await snapshotHome(p, target)).toEqual(expected);
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      unlessExcused("import-while-a-browser-writes", () =>
+        it(
+          "an import while a browser writes its profile succeeds each time and leaves exactly the archive's home, the browser closed",
+          async () => {
+            const p = provider();
+            const source = await machines.fresh();
+            // the archive's own profile, so a browser writing after the swap would show as a mix
+            await p.closeBrowsers(source);
+            await p.deleteFile(source, ".browser-profiles").catch(() => undefined);
+            await p.writeFile(source, `${PROFILE}/Default/Preferences`, bytes('{"from":"the archive"}'));
+            await p.writeFile(source, `${PROFILE}/Default/archive-marker.txt`, bytes("archived\n"));
+            await p.writeFile(source, "busy.html", bytes(BUSY_PAGE));
+            await p.writeFile(source, "notes/kept.md", bytes("# kept\n"));
+            await p.writeFile(source, "bin/tool.sh", bytes("echo tool\n"), { executable: true });
+            const files = await digestHome(p, source);
+            const profile = await digestHome(p, source, ".browser-profiles");
+            const tar = await readStream(await p.exportHome(source));
+
+            const target = await machines.fresh("conf-target");
+            await p.writeFile(target, "previous.txt", bytes("the target's own\n"));
+            await p.writeFile(target, "busy.html", bytes(BUSY_PAGE));
+            for (let round = 1; round <= 3; round++) {
+              const label = `import ${round}`;
+              // Docker: opens in the browser the computer started at boot, if it still runs
+              await p.launch(target, 0, { kind: "path", path: "busy.html" }, { cwd: "" });
+              expect(
+                await eventually(() => writingProfile(p, target), 30_000, 250),
+                `${label}: the browser writes its profile`,
+              ).toBe(true);
+
+              await p.importHome(target, streamOf(tar));
+              expect(await digestHome(p, target), `${label}: the archive's files`).toEqual(files);
+              expect(
+                await digestHome(p, target, ".browser-profiles"),
+                `${label}: the archive's browser profile, nothing of the running browser's`,
+              ).toEqual(profile);
+              const staging = (await p.listFiles(target, ""))
+                .map((entry) => entry.name)
+                .filter((name) => name.startsWith(".cubicle-"));
+              expect(staging, `${label}: nothing of the swap is left in the home`).toEqual([]);
+              // the import closed the browser (settling returns at once when none runs) ...
+              const settling = Date.now();
+              await p.settleBrowsers(target);
+              expect(Date.now() - settling, `${label}: no browser runs after the import`).toBeLessThan(
+                BROWSER_SETTLE_MS / 2,
+              );
+              // ... and nothing wrote into the home afterwards
+              await sleep(1_000);
+              expect(
+                await digestHome(p, target, ".browser-profiles"),
+                `${label}: the profile a moment later`,
+              ).toEqual(profile);
+            }
+          },
+          // desktop: each import first settles the running Chromium (BROWSER_SETTLE_MS)
+          3 * (BROWSER_SETTLE_MS + CASE_TIMEOUT_MS),
+        ),
+      );
+    });
+
+    describe("apps", () => {
+      unlessExcused("launch-starts-programs", () =>
+        it(
+          "launch opens a folder in a terminal started there, on a display its commands see",
+          async () => {
+            const p = provider();
+            const ref = await machines.fresh();
+            const env = p.screenEnv(0);
+            expect(env, "commands can target screen 0").not.toBeNull();
+            await p.writeFile(ref, "work/today/notes.md", bytes("# today\n"));
+            const launched = await p.launch(ref, 0, { kind: "path", path: "work/today" }, { cwd: "" });
+            expect(launched.app).toBe("terminal");
+            expect(launched.display).toBe(env?.DISPLAY ?? null);
+            // the terminal outlives the launch, started in the folder: find it by its working directory
+            const inFolder = async () => {
+              const found = await collectRun(p, ref, {
+                command:
+                  'for p in /proc/[0-9]*; do [ "$(readlink "$p/cwd" 2>/dev/null)" = "$PWD/work/today" ] && cat "$p/comm"; done; true',
+                timeoutMs: 10_000,
+              });
+              return found.stdout.split("\n").includes("xterm");
+            };
+            expect(await eventually(inFolder, 10_000, 250), "an xterm runs in work/today").toBe(true);
+          },
+          CASE_TIMEOUT_MS,
+        ),
+      );
+
+      it(
+        "launch refuses paths outside the home or missing, and screens its commands cannot target",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const at = (path: string) => p.launch(ref, 0, { kind: "path", path }, { cwd: "" });
+          await expectProviderError(at("../outside"), "PATH_OUTSIDE_HOME");
+          await expectProviderError(at("/etc"), "PATH_OUTSIDE_HOME");
+          await expectProviderError(at("not/there.txt"), "FILE_NOT_FOUND");
+          const last = p.capabilities.maxScreens - 1;
+          if (p.screenEnv(last) === null) {
+            await expectProviderError(
+              p.launch(ref, last, { kind: "app", app: "terminal" }, { cwd: "" }),
+              "MULTI_SCREEN_UNAVAILABLE",
+            );
+          } else {
+            expect(p.screenEnv(last)).toEqual({ DISPLAY: expect.stringMatching(/^:\d+$/) });
+          }
         },
         CASE_TIMEOUT_MS,
       );

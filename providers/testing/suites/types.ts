@@ -1,13 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import type {
-  CommandEvent,
-  CommandRequest,
-  FileEntry,
-  MachineRef,
-  SandboxProvider,
+import {
+  type CommandEvent,
+  type CommandRequest,
+  type FileEntry,
+  type MachineRef,
+  ProviderError,
+  type ProviderErrorCode,
+  type SandboxProvider,
 } from "../../src/contract/index.ts";
-import { ProviderError, type ProviderErrorCode } from "../../src/contract/index.ts";
 import type { ArmedFaults } from "../faults.ts";
 
 /** One backend as the shared suites see it: the provider, its fault plan, and how to tear it down. */

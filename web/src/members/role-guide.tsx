@@ -1,5 +1,4 @@
-import type { Role } from "@/workspaces/queries.ts";
-import { ROLES } from "@/workspaces/queries.ts";
+import { ROLES, type Role } from "@/workspaces/queries.ts";
 import { ROLE_LABELS } from "./roles.tsx";
 
 /** What each role may do, as the api enforces it (each role may also do everything of the ones before). */

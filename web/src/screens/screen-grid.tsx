@@ -1,7 +1,6 @@
 "use client";
 
-import type { ActiveScreen } from "./active-screens.ts";
-import { screenLabel } from "./active-screens.ts";
+import { type ActiveScreen, screenLabel } from "./active-screens.ts";
 import { ScreenViewer } from "./screen-viewer.tsx";
 import styles from "./screens.module.css";
 

@@ -280,37 +280,84 @@ function sanitise(input: Readable): Readable {
 }
 
 /**
- * Swaps the staged contents in: the current contents move aside, the new ones move in, the old
- * ones are removed. If moving in fails, everything is put back as it was. A program still running in
- * the computer (the boot browser, the window manager) may make a name again between the two moves;
- * the imported entry replaces it.
+ * Swaps the staged contents in, by renames only: the current top-level entries move into
+ * `$old/home`, each staged one is renamed into its place, and `$old` is removed. A rename cannot be
+ * made to fail by a program writing inside the folder it moves, whereas removing a tree that is
+ * being written to can (`rm: Directory not empty`), and a rollback built on removal then mixes old
+ * and new. A program still running in the computer may also make a name again between the two
+ * moves (the window manager, a bot's command); that one is renamed aside into `$old/again-N` and
+ * the imported entry takes its place. If an entry cannot be moved in, whatever is in the home is
+ * renamed aside and the previous contents are renamed back. The browsers are closed before this
+ * runs (importHome), so none writes its profile during the swap or into the new home after it.
+ * Removing `$old` is retried; if a program keeps writing into it, it is left to the next import
+ * (exports skip it) rather than failing a swap that is done.
  */
 const SWAP_SCRIPT = `set -u
 cd ${CONTAINER_HOME} || exit 1
 stage=$1 old=$2
-move_in() {
-  for entry in "$stage"/* "$stage"/.[!.]* "$stage"/..?*; do
-    [ -e "$entry" ] || [ -L "$entry" ] || continue
-    rm -rf -- "./\${entry##*/}" && mv -- "$entry" . || return 1
+again=0
+present() { [ -e "$1" ] || [ -L "$1" ]; }
+staging() { [ "$1" = "$stage" ] || [ "$1" = "$old" ]; }
+# put_aside <name>: renames the home's entry <name> into a new folder under $old
+put_aside() {
+  again=$((again + 1))
+  mkdir -- "$old/again-$again" && mv -- "./$1" "$old/again-$again/"
+}
+# place <source> <name>: renames <source> to ./<name>, putting aside a <name> made again meanwhile
+place() {
+  tries=0
+  until mv -T -- "$1" "./$2" 2>/dev/null; do
+    tries=$((tries + 1))
+    [ "$tries" -le 10 ] || { mv -T -- "$1" "./$2"; return; }
+    put_aside "$2" 2>/dev/null || :
   done
 }
-mkdir -- "$old" || exit 1
-if ! find . -mindepth 1 -maxdepth 1 ! -name "$stage" ! -name "$old" -exec mv -t "$old" -- {} +; then
-  find "$old" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +
-  rmdir -- "$old"; exit 1
-fi
-if ! move_in; then
-  find . -mindepth 1 -maxdepth 1 ! -name "$stage" ! -name "$old" -exec rm -rf -- {} +
-  find "$old" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +
-  rmdir -- "$old"; exit 1
-fi
-rmdir -- "$stage"
-rm -rf -- "$old"`;
+remove() {
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    rm -rf -- "$1" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  rm -rf -- "$1"
+}
+# put_back: once entries were moved in, whatever is in the home goes aside; the previous contents
+# come back (a name made again meanwhile is put aside); $old is kept if any of them could not be
+put_back() {
+  if [ "$moving" = in ]; then
+    for entry in ./* ./.[!.]* ./..?*; do
+      name=\${entry#./}
+      staging "$name" || ! present "$entry" || put_aside "$name"
+    done
+  fi
+  for entry in "$old"/home/* "$old"/home/.[!.]* "$old"/home/..?*; do
+    present "$entry" && place "$entry" "\${entry##*/}"
+  done
+  [ -n "$(ls -A -- "$old/home")" ] || remove "$old"
+  exit 1
+}
+mkdir -- "$old" "$old/home" || exit 1
+moving=aside
+for entry in ./* ./.[!.]* ./..?*; do
+  name=\${entry#./}
+  staging "$name" || ! present "$entry" && continue
+  # an entry removed meanwhile is fine; one that stays put is not
+  mv -- "$entry" "$old/home/" || ! present "$entry" || put_back
+done
+moving=in
+for entry in "$stage"/* "$stage"/.[!.]* "$stage"/..?*; do
+  present "$entry" || continue
+  place "$entry" "\${entry##*/}" || put_back
+done
+rmdir -- "$stage" 2>/dev/null || remove "$stage" || :
+remove "$old" || echo "left $old behind: something still writes into it" >&2`;
+
+/** `browsers close`: up to 5 s for windows to close, 10 s after SIGTERM, then SIGKILL; with margin. */
+const BROWSERS_CLOSE_TIMEOUT_MS = 90_000;
 
 /**
  * Replaces the home's contents with the tar's. Extracted first into a staging folder inside the
  * home (same filesystem, so the swap is renames only); a broken or refused archive leaves the home
- * as it was.
+ * (and the browsers) as they were. Once it is extracted, the computer's browsers are closed, then
+ * the staged contents are swapped in (SWAP_SCRIPT).
  */
 export async function importHome(
   container: Docker.Container,
@@ -338,6 +385,20 @@ export async function importHome(
     if (refused) throw invalidArchive(refused instanceof Error ? refused.message : String(refused));
     throw dockerFailure("extracting the home archive failed", error);
   }
+  // Nothing may write the home while it is swapped, nor after into the new one; a running browser
+  // does both (its profile is in the home). Closed as `browsers close` does, so a failed swap keeps
+  // a whole profile; they stay closed, as after a checkpoint restore.
+  await checkedExec(
+    container,
+    "closing the browsers before swapping in the imported home",
+    ["/opt/cubicle/browsers", "close"],
+    { timeoutMs: BROWSERS_CLOSE_TIMEOUT_MS },
+  ).catch(async (error: unknown) => {
+    await checkedExec(container, "cleaning up a failed import", ["rm", "-rf", "--", stagePath]).catch(
+      () => undefined,
+    );
+    throw error;
+  });
   await checkedExec(
     container,
     "swapping in the imported home",

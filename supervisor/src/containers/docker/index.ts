@@ -1,5 +1,10 @@
-import type { ActResult, CommandEvent, DesktopAction, Observation } from "@cubicle/providers/contract";
-import { MAX_SCREENS } from "@cubicle/providers/contract";
+import {
+  type ActResult,
+  type CommandEvent,
+  type DesktopAction,
+  MAX_SCREENS,
+  type Observation,
+} from "@cubicle/providers/contract";
 import Docker from "dockerode";
 import type { SupervisorConfig } from "../../config.ts";
 import { ensureHome } from "../../homes.ts";
@@ -16,7 +21,11 @@ import type {
 import { KeyedLock } from "../keyed-lock.ts";
 import type { ComputerRef, ContainerManager, OpenedPath } from "../manager.ts";
 import * as archive from "./archive.ts";
-import { startCommand } from "./command.ts";
+import { startCommand } from "./commands.ts";
+import { dockerFailure, dockerStatus } from "./errors.ts";
+import { checkedExec } from "./exec.ts";
+import { deletePath, resolveCwd, resolveForRead } from "./files.ts";
+import { ensureHostFirewall, hostFirewallActive } from "./host-firewall.ts";
 import {
   belongsTo,
   findComputer,
@@ -25,11 +34,7 @@ import {
   isRunning,
   runningComputer,
   waitUntilReady,
-} from "./computers.ts";
-import { dockerFailure, dockerStatus } from "./errors.ts";
-import { checkedExec } from "./exec.ts";
-import { deletePath, resolveCwd, resolveForRead } from "./files.ts";
-import { ensureHostFirewall, hostFirewallActive } from "./host-firewall.ts";
+} from "./machines.ts";
 import { bridgeOf, ensureNetwork } from "./network.ts";
 import * as screens from "./screens.ts";
 import { containerName, containerSpec, hostPorts, LABEL } from "./spec.ts";
