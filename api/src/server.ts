@@ -9,8 +9,9 @@ import { createApp } from "./app.ts";
 import { AuditLog } from "./audit/audit-log.ts";
 import { createAuth } from "./auth/auth.ts";
 import { Checkpoints } from "./checkpoints/checkpoints.ts";
+import { replicaStoreLock } from "./checkpoints/replica-lock.ts";
 import { checkpointRetryJob } from "./checkpoints/retries.ts";
-import { createFileCheckpointStore } from "./checkpoints/store/index.ts";
+import { createCheckpointSealing, createFileCheckpointStore } from "./checkpoints/store/index.ts";
 import { idleSuspensionJob } from "./computers/idle-suspension.ts";
 import type { ApiEnv } from "./config/env.ts";
 import { resolveSecrets } from "./config/secrets.ts";
@@ -54,11 +55,15 @@ export async function startApi(
   await migrateToLatest(database.db);
 
   const audit = new AuditLog(database.db);
+  const encryptionKeys = { current: secrets.encryptionKey, previous: secrets.previousEncryptionKeys };
   const sandbox = new Sandbox(env, secrets.supervisorToken, database.db, logger);
   await sandbox.start();
   const checkpoints = new Checkpoints(
     { database, audit, logger, sandbox },
-    createFileCheckpointStore(env.checkpoints.dir),
+    createFileCheckpointStore(env.checkpoints.dir, {
+      sealing: createCheckpointSealing(encryptionKeys),
+      lock: replicaStoreLock(database),
+    }),
     { keepLast: env.checkpoints.keepLast, keepDailyForDays: env.checkpoints.keepDailyForDays },
   );
   const stopping = new AbortController();
@@ -69,10 +74,7 @@ export async function startApi(
     database,
     audit,
     auth: createAuth({ db: database.db, env, secret: secrets.betterAuthSecret, audit, logger }),
-    cipher: createCredentialCipher({
-      current: secrets.encryptionKey,
-      previous: secrets.previousEncryptionKeys,
-    }),
+    cipher: createCredentialCipher(encryptionKeys),
     logger,
     metrics: createMetrics(),
     sandbox,

@@ -6,11 +6,16 @@
  * next to `tar -c <home> | sha256sum` of the same home, measured in the same run.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { outputOf } from "@cubicle/providers/kernel";
-import { createFileCheckpointStore, type RevisionInfo } from "../../api/src/checkpoints/store/index.ts";
+import {
+  createCheckpointSealing,
+  createFileCheckpointStore,
+  type RevisionInfo,
+} from "../../api/src/checkpoints/store/index.ts";
 import { buildHome, changeFiles } from "./home.ts";
 
 const MEGABYTE = 1024 * 1024;
@@ -107,7 +112,10 @@ try {
   console.log(
     `  built ${mb(home.totalBytes)} in ${((performance.now() - buildStarted) / 1000).toFixed(1)} s`,
   );
-  const store = createFileCheckpointStore(join(work, "store"));
+  // sealed as the api seals them, so the numbers include encryption at rest
+  const store = createFileCheckpointStore(join(work, "store"), {
+    sealing: createCheckpointSealing({ current: randomBytes(32).toString("base64url"), previous: [] }),
+  });
   // warm the page cache, so the first measurement is not the only one reading from disk
   await tarAndHash(homeDir);
 
@@ -117,6 +125,7 @@ try {
     const started = performance.now();
     const revision = await store.write({
       homeKey: "bench",
+      workspaceId: "bench",
       parentId,
       reason: "manual",
       tar: exportHome(homeDir),

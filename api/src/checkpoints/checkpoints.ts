@@ -241,6 +241,7 @@ export class Checkpoints implements MachineCheckpoints {
         .executeTakeFirst();
       const info = await this.store.write({
         homeKey: computer.home_key,
+        workspaceId: computer.workspace_id,
         parentId: parent?.id ?? null,
         reason,
         tar: await machine.provider.exportHome(machine.ref),

@@ -2,8 +2,7 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:cr
 
 const ALGORITHM = "aes-256-gcm";
 const HKDF_SALT = "cubicle";
-const AES_KEY_INFO = "cubicle/connector-credentials/aes-256-gcm/v1";
-const KEY_ID_INFO = "cubicle/connector-credentials/key-id/v1";
+const CREDENTIALS_PURPOSE = "connector-credentials";
 const KEY_ID_LENGTH = 12;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -25,19 +24,49 @@ export interface CredentialCipher {
   decrypt(sealed: string, context: string): string;
 }
 
-interface DerivedKey {
+/** ENCRYPTION_KEY and ENCRYPTION_KEYS_PREVIOUS, as the secrets resolve them. */
+export interface EncryptionKeys {
+  current: string;
+  previous: readonly string[];
+}
+
+export interface DerivedKey {
+  /** 12 hex digits naming the raw key, stored beside everything sealed with it. */
   id: string;
+  /** 32 bytes for AES-256-GCM, derived for one purpose only. */
   key: Buffer;
 }
 
-function deriveKey(raw: string): DerivedKey {
-  if (raw === "") throw new Error("credential cipher keys must not be empty");
-  const key = Buffer.from(hkdfSync("sha256", raw, HKDF_SALT, AES_KEY_INFO, 32));
+/** The current key seals; every key, current or previous, opens what carries its id. */
+export interface Keyring {
+  current: DerivedKey;
+  byId: ReadonlyMap<string, DerivedKey>;
+}
+
+function deriveKey(raw: string, purpose: string): DerivedKey {
+  if (raw === "") throw new Error("encryption keys must not be empty");
+  const key = Buffer.from(hkdfSync("sha256", raw, HKDF_SALT, `cubicle/${purpose}/aes-256-gcm/v1`, 32));
   // A separate HKDF output, so publishing the id reveals nothing about the AES key.
-  const id = Buffer.from(hkdfSync("sha256", raw, HKDF_SALT, KEY_ID_INFO, 16))
+  const id = Buffer.from(hkdfSync("sha256", raw, HKDF_SALT, `cubicle/${purpose}/key-id/v1`, 16))
     .toString("hex")
     .slice(0, KEY_ID_LENGTH);
   return { id, key };
+}
+
+/**
+ * The one derivation of sub-keys from ENCRYPTION_KEY, for every purpose that encrypts at rest
+ * (connector credentials, checkpoints). A distinct purpose gives unrelated keys and key ids, so
+ * nothing sealed for one purpose opens as another. Rotation works the same for all: previous keys
+ * only open, and whatever is sealed names its key by id.
+ */
+export function deriveKeyring(keys: EncryptionKeys, purpose: string): Keyring {
+  const current = deriveKey(keys.current, purpose);
+  const byId = new Map<string, DerivedKey>([[current.id, current]]);
+  for (const raw of keys.previous) {
+    const derived = deriveKey(raw, purpose);
+    if (!byId.has(derived.id)) byId.set(derived.id, derived);
+  }
+  return { current, byId };
 }
 
 function decodeBase64url(part: string): Buffer | undefined {
@@ -64,13 +93,8 @@ function parseSealed(sealed: string): { keyId: string; iv: Buffer; body: Buffer 
  * Builds the cipher for connector credentials. `previous` keys only decrypt, which is what lets an operator
  * rotate ENCRYPTION_KEY without losing stored credentials.
  */
-export function createCredentialCipher(keys: { current: string; previous: string[] }): CredentialCipher {
-  const current = deriveKey(keys.current);
-  const byId = new Map<string, Buffer>([[current.id, current.key]]);
-  for (const raw of keys.previous) {
-    const derived = deriveKey(raw);
-    if (!byId.has(derived.id)) byId.set(derived.id, derived.key);
-  }
+export function createCredentialCipher(keys: EncryptionKeys): CredentialCipher {
+  const { current, byId } = deriveKeyring(keys, CREDENTIALS_PURPOSE);
 
   return {
     keyId: current.id,
@@ -90,7 +114,7 @@ export function createCredentialCipher(keys: { current: string; previous: string
 
     decrypt(sealed, context) {
       const { keyId, iv, body } = parseSealed(sealed);
-      const key = byId.get(keyId);
+      const key = byId.get(keyId)?.key;
       if (key === undefined) {
         throw new CredentialDecryptError(
           `credential was encrypted with unknown key id ${keyId}; add that key to ENCRYPTION_KEYS_PREVIOUS`,

@@ -3,15 +3,17 @@ import { promises as fs } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { pack } from "tar-stream";
+import { extract, pack } from "tar-stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createFileCheckpointStore, type FileCheckpointStore } from "./file-store.ts";
 import { selectForRemoval } from "./retention.ts";
+import { createCheckpointSealing } from "./sealing.ts";
 import {
   collect,
   objectCount,
   pseudoRandomBytes,
   snapshot,
+  TEST_ENCRYPTION_KEYS,
   tarOf,
   untarInto,
   writeFile,
@@ -19,6 +21,7 @@ import {
 import { CheckpointStoreError } from "./types.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const WS = "ws-1";
 let work: string;
 let root: string;
 let store: FileCheckpointStore;
@@ -26,7 +29,7 @@ let store: FileCheckpointStore;
 beforeEach(async () => {
   work = await fs.mkdtemp(join(tmpdir(), "cubicle-checkpoints-"));
   root = join(work, "store");
-  store = createFileCheckpointStore(root, { gcGraceMs: 0 });
+  store = createFileCheckpointStore(root, { sealing: createCheckpointSealing(TEST_ENCRYPTION_KEYS) });
 });
 
 afterEach(async () => {
@@ -63,7 +66,13 @@ async function makeHome(name: string): Promise<string> {
 describe("file checkpoint store", () => {
   it("round-trips a home exactly: files, empty folders, symlinks, modes, nested and long paths, 5 MB", async () => {
     const home = await makeHome("home");
-    const info = await store.write({ homeKey: "bot-1", parentId: null, reason: "manual", tar: tarOf(home) });
+    const info = await store.write({
+      workspaceId: WS,
+      homeKey: "bot-1",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
     expect(info).toMatchObject({ homeKey: "bot-1", parentId: null, reason: "manual", fileCount: 9 });
     expect(info.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(info.sizeBytes).toBeGreaterThan(5 * 1024 * 1024);
@@ -77,8 +86,20 @@ describe("file checkpoint store", () => {
 
   it("reads the same bytes twice and lists revisions newest first", async () => {
     const home = await makeHome("home");
-    const first = await store.write({ homeKey: "h", parentId: null, reason: "idle", tar: tarOf(home) });
-    const second = await store.write({ homeKey: "h", parentId: first.id, reason: "stop", tar: tarOf(home) });
+    const first = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "idle",
+      tar: tarOf(home),
+    });
+    const second = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: first.id,
+      reason: "stop",
+      tar: tarOf(home),
+    });
     expect(second.id > first.id).toBe(true);
     expect(second.sha256).toBe(first.sha256);
     expect((await store.list("h")).map((r) => r.id)).toEqual([second.id, first.id]);
@@ -99,6 +120,7 @@ describe("file checkpoint store", () => {
       await writeFile(home, `media/${i}.bin`, pseudoRandomBytes(1_500_000, 90 + i));
 
     const first = await store.write({
+      workspaceId: WS,
       homeKey: "h",
       parentId: null,
       reason: "session-success",
@@ -107,6 +129,7 @@ describe("file checkpoint store", () => {
     expect(first.fileCount).toBe(2_003);
     expect(first.newBytes).toBe(first.sizeBytes);
     const second = await store.write({
+      workspaceId: WS,
       homeKey: "h",
       parentId: first.id,
       reason: "session-success",
@@ -117,6 +140,7 @@ describe("file checkpoint store", () => {
 
     await writeFile(home, "dir-3/file-3.txt", "changed");
     const third = await store.write({
+      workspaceId: WS,
       homeKey: "h",
       parentId: second.id,
       reason: "session-success",
@@ -130,17 +154,35 @@ describe("file checkpoint store", () => {
     await writeFile(home, "state.txt", "one");
     await writeFile(home, "only-in-r1.txt", "r1");
     const r1Tree = await snapshot(home);
-    const r1 = await store.write({ homeKey: "h", parentId: null, reason: "manual", tar: tarOf(home) });
+    const r1 = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
 
     await writeFile(home, "state.txt", "two");
     await fs.rm(join(home, "only-in-r1.txt"));
     await writeFile(home, "added-in-r2/file", "r2", 0o755);
-    const r2 = await store.write({ homeKey: "h", parentId: r1.id, reason: "manual", tar: tarOf(home) });
+    const r2 = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: r1.id,
+      reason: "manual",
+      tar: tarOf(home),
+    });
 
     await writeFile(home, "state.txt", "three");
     await fs.symlink("state.txt", join(home, "link"));
     const r3Tree = await snapshot(home);
-    const r3 = await store.write({ homeKey: "h", parentId: r2.id, reason: "manual", tar: tarOf(home) });
+    const r3 = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: r2.id,
+      reason: "manual",
+      tar: tarOf(home),
+    });
 
     expect(await snapshot(await restore("h", r1.id, "r1"))).toEqual(r1Tree);
     expect(await snapshot(await restore("h", r3.id, "r3"))).toEqual(r3Tree);
@@ -153,7 +195,13 @@ describe("file checkpoint store", () => {
 
   it("leaves no partial revision when the archive breaks mid-way, and the next write still works", async () => {
     const home = await makeHome("home");
-    const before = await store.write({ homeKey: "h", parentId: null, reason: "manual", tar: tarOf(home) });
+    const before = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
     await writeFile(home, "new-content.bin", pseudoRandomBytes(3 * 1024 * 1024, 55));
 
     const full = tarOf(home).getReader();
@@ -171,7 +219,7 @@ describe("file checkpoint store", () => {
       },
     });
     await expect(
-      store.write({ homeKey: "h", parentId: before.id, reason: "stop", tar: breaking }),
+      store.write({ workspaceId: WS, homeKey: "h", parentId: before.id, reason: "stop", tar: breaking }),
     ).rejects.toBeInstanceOf(CheckpointStoreError);
 
     expect((await store.list("h")).map((r) => r.id)).toEqual([before.id]);
@@ -181,14 +229,26 @@ describe("file checkpoint store", () => {
     // a leftover temp folder (as a crash would leave) is ignored and then cleaned up
     await fs.mkdir(join(root, "tmp", "w-999999999-deadbeef"), { recursive: true });
     await fs.writeFile(join(root, "tmp", "w-999999999-deadbeef", "o-0"), "junk");
-    const after = await store.write({ homeKey: "h", parentId: before.id, reason: "stop", tar: tarOf(home) });
+    const after = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: before.id,
+      reason: "stop",
+      tar: tarOf(home),
+    });
     expect(after.newBytes).toBe(0);
     expect(await fs.readdir(join(root, "tmp"))).toEqual([]);
   });
 
   it("survives kill -9 in the middle of a write: the earlier revision is intact, the interrupted one absent", async () => {
     const home = await makeHome("home");
-    const before = await store.write({ homeKey: "h", parentId: null, reason: "manual", tar: tarOf(home) });
+    const before = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
 
     const child = spawn(
       process.execPath,
@@ -224,7 +284,13 @@ describe("file checkpoint store", () => {
     expect((await fs.readdir(join(root, "tmp"))).length).toBe(1);
 
     // the next write cleans up after the dead writer, and GC removes its orphaned objects
-    const next = await store.write({ homeKey: "h", parentId: before.id, reason: "manual", tar: tarOf(home) });
+    const next = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: before.id,
+      reason: "manual",
+      tar: tarOf(home),
+    });
     expect(await fs.readdir(join(root, "tmp"))).toEqual([]);
     const collected = await store.collectGarbage();
     expect(collected.removedObjects).toBeGreaterThan(10);
@@ -243,7 +309,7 @@ describe("file checkpoint store", () => {
           controller.close();
         },
       });
-      const attempt = store.write({ homeKey: "h", parentId: null, reason: "manual", tar });
+      const attempt = store.write({ workspaceId: WS, homeKey: "h", parentId: null, reason: "manual", tar });
       await expect(attempt).rejects.toMatchObject({ code: "INVALID_ARCHIVE" });
       await expect(attempt).rejects.toThrow(/absolute path|climbs out of the home/);
     }
@@ -262,12 +328,30 @@ describe("file checkpoint store", () => {
     const home = join(work, "home");
     await writeFile(home, "shared.bin", pseudoRandomBytes(100_000, 3));
     await writeFile(home, "r1-only.bin", pseudoRandomBytes(50_000, 4));
-    const r1 = await store.write({ homeKey: "h", parentId: null, reason: "manual", tar: tarOf(home) });
+    const r1 = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
     await fs.rm(join(home, "r1-only.bin"));
     await writeFile(home, "r2-only.bin", pseudoRandomBytes(60_000, 5));
-    const r2 = await store.write({ homeKey: "h", parentId: r1.id, reason: "manual", tar: tarOf(home) });
+    const r2 = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: r1.id,
+      reason: "manual",
+      tar: tarOf(home),
+    });
     // another home shares content too
-    const other = await store.write({ homeKey: "other", parentId: null, reason: "manual", tar: tarOf(home) });
+    const other = await store.write({
+      workspaceId: WS,
+      homeKey: "other",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
     expect(other.newBytes).toBe(0);
     expect(await objectCount(root)).toBe(3);
 
@@ -282,23 +366,21 @@ describe("file checkpoint store", () => {
     expect(await objectCount(root)).toBe(0);
   });
 
-  it("does not collect young unreferenced objects within the grace period", async () => {
-    const graceful = createFileCheckpointStore(root, { gcGraceMs: 60_000 });
-    const home = join(work, "home");
-    await writeFile(home, "f.bin", pseudoRandomBytes(10_000, 9));
-    const r1 = await graceful.write({ homeKey: "h", parentId: null, reason: "manual", tar: tarOf(home) });
-    await graceful.remove("h", [r1.id]);
-    expect(await objectCount(root)).toBe(1);
-  });
-
   it("prunes with the retention policy without touching kept revisions", async () => {
     const home = join(work, "home");
     const ids: string[] = [];
     for (let i = 0; i < 5; i += 1) {
       await writeFile(home, "counter.txt", String(i));
       ids.push(
-        (await store.write({ homeKey: "h", parentId: ids.at(-1) ?? null, reason: "idle", tar: tarOf(home) }))
-          .id,
+        (
+          await store.write({
+            workspaceId: WS,
+            homeKey: "h",
+            parentId: ids.at(-1) ?? null,
+            reason: "idle",
+            tar: tarOf(home),
+          })
+        ).id,
       );
     }
     const doomed = selectForRemoval(await store.list("h"), { keepLast: 2, keepDailyForDays: 0 }, new Date());
@@ -310,5 +392,249 @@ describe("file checkpoint store", () => {
     const restored = await restore("h", ids[3] ?? "", "r4");
     expect(await fs.readFile(join(restored, "counter.txt"), "utf8")).toBe("3");
     expect(await objectCount(root)).toBe(2);
+  });
+});
+
+/** Every file under `dir`, recursively, with its bytes. */
+async function filesUnder(dir: string): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  for (const entry of await fs.readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    files.set(path, await fs.readFile(path));
+  }
+  return files;
+}
+
+/** The paths a revision's archive lists (its manifest, as a restore sees it). */
+async function archivedPaths(tar: ReadableStream<Uint8Array>): Promise<string[]> {
+  const parser = extract();
+  const names: string[] = [];
+  const reading = (async () => {
+    for await (const entry of parser) {
+      names.push(entry.header.name.replace(/^\.\//, "").replace(/\/$/, ""));
+      entry.resume();
+    }
+  })();
+  for await (const chunk of tar as unknown as AsyncIterable<Uint8Array>) parser.write(chunk);
+  parser.end();
+  await reading;
+  return names;
+}
+
+const KEY_A = "checkpoint-key-a-0123456789abcdefghijklmnop";
+const KEY_B = "checkpoint-key-b-0123456789abcdefghijklmnop";
+const storeWith = (current: string, previous: string[] = []) =>
+  createFileCheckpointStore(root, { sealing: createCheckpointSealing({ current, previous }) });
+
+describe("checkpoints at rest", () => {
+  const COOKIE = "sessionid=Zq7cOOKIEvalue4f2a9d";
+
+  it("never has a planted cookie value on disk: objects, manifests and names are sealed", async () => {
+    const home = join(work, "home");
+    const profile = ".browser-profiles/chromium/Default";
+    await writeFile(home, `${profile}/Cookies`, `SQLite format 3\0...${COOKIE}...`);
+    // large enough to stream through a temp file
+    const big = Buffer.concat([pseudoRandomBytes(3 * 1024 * 1024, 11), Buffer.from(COOKIE)]);
+    await writeFile(home, `${profile}/Local Storage/leveldb/000003.log`, big);
+    await fs.symlink(`/tmp/${COOKIE}`, join(home, "link-naming-it"));
+    const info = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+
+    const onDisk = await filesUnder(root);
+    expect(onDisk.size).toBeGreaterThan(2);
+    for (const [path, bytes] of onDisk) {
+      expect(bytes.includes(COOKIE), `${path} holds the cookie`).toBe(false);
+      expect(bytes.includes("Local Storage"), `${path} names a profile file`).toBe(false);
+    }
+    // and it all comes back
+    expect(await snapshot(await restore("h", info.id, "restored"))).toEqual(await snapshot(home));
+  });
+
+  it("gives equal content in two workspaces different addresses, and stores it once within one", async () => {
+    const home = join(work, "home");
+    await writeFile(home, "same.bin", pseudoRandomBytes(200_000, 21));
+    const objectNames = async () => new Set(await fs.readdir(join(root, "objects"), { recursive: true }));
+    const inA = await store.write({
+      workspaceId: "ws-a",
+      homeKey: "a",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+    const afterA = await objectNames();
+    const inB = await store.write({
+      workspaceId: "ws-b",
+      homeKey: "b",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+    expect(inB.newBytes).toBe(inA.sizeBytes);
+    const added = [...(await objectNames())].filter((name) => !afterA.has(name));
+    expect(added.filter((name) => name.includes("/"))).toHaveLength(1);
+    expect(inB.sha256).not.toBe(inA.sha256);
+    // another computer of workspace A shares A's object
+    const alsoA = await store.write({
+      workspaceId: "ws-a",
+      homeKey: "a2",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+    expect(alsoA.newBytes).toBe(0);
+  });
+
+  it("restores a revision sealed under key A after rotating to key B, and says which key is missing without it", async () => {
+    const home = join(work, "home");
+    await writeFile(home, "notes.txt", "written under A\n");
+    await writeFile(home, "big.bin", pseudoRandomBytes(2 * 1024 * 1024, 31));
+    const underA = await storeWith(KEY_A).write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+
+    const rotated = storeWith(KEY_B, [KEY_A]);
+    expect((await rotated.list("h")).map((r) => r.id)).toEqual([underA.id]);
+    const dir = join(work, "rotated");
+    await untarInto(await rotated.read("h", underA.id), dir);
+    expect(await snapshot(dir)).toEqual(await snapshot(home));
+    // new writes are sealed and addressed under B: nothing of A's is reused
+    const underB = await rotated.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: underA.id,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+    expect(underB.newBytes).toBe(underB.sizeBytes);
+
+    // A retired: B's revision still reads, A's is refused with the reason
+    const retired = storeWith(KEY_B);
+    await untarInto(await retired.read("h", underB.id), join(work, "b-only"));
+    expect(await snapshot(join(work, "b-only"))).toEqual(await snapshot(home));
+    await expect(retired.read("h", underA.id)).rejects.toThrow(
+      /sealed with key id [0-9a-f]{12}.*ENCRYPTION_KEYS_PREVIOUS/,
+    );
+  });
+
+  it("leaves Chromium's caches out of a revision and keeps the rest of the profile", async () => {
+    const home = join(work, "home");
+    const data = ".browser-profiles/chromium";
+    const kept = [
+      `${data}/Local State`,
+      `${data}/Default/Cookies`,
+      `${data}/Default/Preferences`,
+      `${data}/Default/Local Storage/leveldb/000003.log`,
+      `${data}/Default/IndexedDB/https_example.org_0.indexeddb.leveldb/LOG`,
+      `${data}/Default/Service Worker/Database/000001.log`,
+      `${data}/Profile 1/Cookies`,
+      ".config/chromium/Default/Cookies",
+      // a folder of the user's that happens to be called Cache
+      "work/Cache/keep.txt",
+    ];
+    const caches = [
+      `${data}/Default/Cache/Cache_Data/data_0`,
+      `${data}/Default/Code Cache/js/index`,
+      `${data}/Default/GPUCache/data_1`,
+      `${data}/Default/DawnCache/data_0`,
+      `${data}/Default/DawnGraphiteCache/data_0`,
+      `${data}/Default/Service Worker/CacheStorage/abc/index`,
+      `${data}/Default/Service Worker/ScriptCache/index`,
+      `${data}/Profile 1/Cache/Cache_Data/index`,
+      `${data}/GrShaderCache/data_0`,
+      `${data}/GraphiteDawnCache/data_0`,
+      `${data}/ShaderCache/data_0`,
+      `${data}/component_crx_cache/abc.crx`,
+      ".config/chromium/Default/Code Cache/wasm/index",
+      ".cache/chromium/Default/Cache/Cache_Data/data_0",
+    ];
+    for (const path of [...kept, ...caches]) await writeFile(home, path, `content of ${path}`);
+    const info = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+
+    const listed = await archivedPaths(await store.read("h", info.id));
+    for (const path of kept) expect(listed).toContain(path);
+    for (const cache of [
+      "Cache",
+      "Code Cache",
+      "GPUCache",
+      "DawnCache",
+      "DawnGraphiteCache",
+      "CacheStorage",
+      "ScriptCache",
+      "GrShaderCache",
+      "GraphiteDawnCache",
+      "ShaderCache",
+      "component_crx_cache",
+    ]) {
+      expect(listed.filter((path) => path.startsWith(data) && path.split("/").includes(cache))).toEqual([]);
+    }
+    expect(listed.filter((path) => path.startsWith(".cache/chromium"))).toEqual([]);
+    expect(listed).not.toContain(".config/chromium/Default/Code Cache");
+    expect(info.fileCount).toBe(kept.length);
+
+    const restored = await restore("h", info.id, "restored");
+    for (const path of kept)
+      expect(await fs.readFile(join(restored, path), "utf8")).toBe(`content of ${path}`);
+    for (const path of caches) await expect(fs.access(join(restored, path))).rejects.toThrow();
+  });
+
+  it("refuses a tampered object or manifest clearly, before handing on any of its bytes", async () => {
+    const home = join(work, "home");
+    const marker = "ORIGINAL-CONTENT-";
+    await writeFile(home, "doc.txt", marker.repeat(100));
+    const info = await store.write({
+      workspaceId: WS,
+      homeKey: "h",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+    const files = [...(await filesUnder(join(root, "objects"))).keys()];
+    expect(files).toHaveLength(1);
+    const object = files[0] ?? "";
+    const original = await fs.readFile(object);
+    // an attacker on the disk swaps one letter of what is there
+    const altered = Buffer.from(original);
+    const at = altered.length - 40;
+    altered[at] = (altered[at] ?? 0) ^ 0x20;
+    await fs.writeFile(object, altered);
+
+    const received: Buffer[] = [];
+    const reading = (async () => {
+      for await (const chunk of (await store.read("h", info.id)) as unknown as AsyncIterable<Uint8Array>)
+        received.push(Buffer.from(chunk));
+    })();
+    await expect(reading).rejects.toMatchObject({ code: "CORRUPT" });
+    await expect(reading).rejects.toThrow(/content of doc\.txt .*failed authentication/);
+    // no byte of the file's content was handed to the restore
+    expect(Buffer.concat(received).includes("ORIGINAL")).toBe(false);
+    expect(Buffer.concat(received).includes("original")).toBe(false);
+
+    // a truncated object fails the same way
+    await fs.writeFile(object, original.subarray(0, original.length - 1));
+    await expect(collect(await store.read("h", info.id))).rejects.toThrow(/failed authentication/);
+    await fs.writeFile(object, original);
+    expect((await collect(await store.read("h", info.id))).includes(marker)).toBe(true);
+
+    const manifest = join(root, "homes", "h", "revisions", `${info.id}.json`);
+    const sealedManifest = await fs.readFile(manifest);
+    sealedManifest[sealedManifest.length - 1] = (sealedManifest.at(-1) ?? 0) ^ 1;
+    await fs.writeFile(manifest, sealedManifest);
+    await expect(store.read("h", info.id)).rejects.toThrow(/checkpoint manifest h\/.* failed authentication/);
   });
 });

@@ -1,22 +1,24 @@
-import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, promises as fs } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
 import { join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { extract, type Header, pack } from "tar-stream";
-import { SharedExclusiveLock } from "./lock.ts";
+import { excludedFromRevisions } from "./excluded.ts";
+import { SharedExclusiveLock, type StoreLock } from "./lock.ts";
 import {
   checkName,
   comparePaths,
   entriesSha256,
   entryPath,
-  isSha256,
+  isAddress,
   type Manifest,
   type ManifestEntry,
   parseManifest,
   ROOT_PATH,
   revisionInfo,
 } from "./manifest.ts";
+import type { CheckpointSealing } from "./sealing.ts";
 import {
   CHECKPOINT_REASONS,
   type CheckpointStore,
@@ -26,16 +28,18 @@ import {
 } from "./types.ts";
 
 export interface FileCheckpointStoreOptions {
+  /** Seals every object and manifest at rest and gives contents their per-workspace addresses. */
+  sealing: CheckpointSealing;
   /**
-   * Garbage collection leaves unreferenced objects younger than this alone, in case another
-   * process is writing a revision that will name them. Default 10 minutes.
+   * Keeps garbage collection off the objects of writes in flight. Default: one in-process lock per
+   * store folder, enough while one process uses it; api replicas sharing it pass replicaStoreLock.
    */
-  gcGraceMs?: number;
+  lock?: StoreLock;
 }
 
 export interface FileCheckpointStore extends CheckpointStore {
   readonly rootDir: string;
-  /** Deletes objects no revision of any home references (older than the grace period). */
+  /** Deletes objects no revision of any home references. */
   collectGarbage(): Promise<{ removedObjects: number; removedBytes: number }>;
 }
 
@@ -45,14 +49,22 @@ const IN_MEMORY_LIMIT = 1024 * 1024;
 const DURABILITY_CONCURRENCY = 16;
 /** A write's leftover temp folder from this process whose owner is no longer known. */
 const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
-const DEFAULT_GC_GRACE_MS = 10 * 60 * 1000;
 
 const MANIFEST_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]*)\.json$/;
 const TEMP_DIR = /^w-(\d+)-([0-9a-f]+)$/;
 
-/** Locks and in-flight temp folders, shared by every store on the same root in this process. */
+/** Default locks and in-flight temp folders, shared by every store on the same root in this process. */
 const locks = new Map<string, SharedExclusiveLock>();
 const activeTemps = new Set<string>();
+
+function processLock(root: string): SharedExclusiveLock {
+  let lock = locks.get(root);
+  if (!lock) {
+    lock = new SharedExclusiveLock();
+    locks.set(root, lock);
+  }
+  return lock;
+}
 
 let lastIdTime = 0;
 
@@ -92,9 +104,14 @@ function processAlive(pid: number): boolean {
 /**
  * A content-addressed checkpoint store on a filesystem:
  *
- *     objects/<sha256[0..2]>/<sha256>          each distinct file content, once
+ *     objects/<address[0..2]>/<address>        each distinct file content of a workspace, once
  *     homes/<homeKey>/revisions/<id>.json      one manifest per complete revision
  *     tmp/w-<pid>-<random>/                    a write in progress (never read)
+ *
+ * Objects and manifests are sealed (./sealing.ts), temp files included, so no file content, name
+ * or link target is ever on disk in the clear. A content's address is keyed per workspace, so
+ * deduplication works within a workspace and reveals nothing across them. Chromium's caches are
+ * left out of every revision (./excluded.ts).
  *
  * Objects and manifests are written into tmp, fsynced and renamed into place, and the folders
  * they land in are fsynced: a revision is visible only once whole, and a crash leaves at worst a
@@ -102,24 +119,20 @@ function processAlive(pid: number): boolean {
  */
 export function createFileCheckpointStore(
   rootDir: string,
-  options: FileCheckpointStoreOptions = {},
+  options: FileCheckpointStoreOptions,
 ): FileCheckpointStore {
   const root = resolve(rootDir);
   const objectsDir = join(root, "objects");
   const homesDir = join(root, "homes");
   const tmpDir = join(root, "tmp");
-  const gcGraceMs = options.gcGraceMs ?? DEFAULT_GC_GRACE_MS;
-  let lock = locks.get(root);
-  if (!lock) {
-    lock = new SharedExclusiveLock();
-    locks.set(root, lock);
-  }
-  const storeLock = lock;
+  const { sealing } = options;
+  const lock = options.lock ?? processLock(root);
 
   const revisionsDir = (homeKey: string) => join(homesDir, checkName("home key", homeKey), "revisions");
   const manifestPath = (homeKey: string, id: string) =>
     join(revisionsDir(homeKey), `${checkName("revision id", id)}.json`);
-  const objectPath = (sha256: string) => join(objectsDir, sha256.slice(0, 2), sha256);
+  const objectPath = (address: string) => join(objectsDir, address.slice(0, 2), address);
+  const manifestContext = (homeKey: string, id: string) => `manifest/${homeKey}/${id}`;
 
   /** mkdir -p, fsyncing the parent of every folder it created so the new folder survives a crash. */
   async function makeDurableDir(path: string): Promise<void> {
@@ -163,6 +176,7 @@ export function createFileCheckpointStore(
 
   async function write(input: WriteRevisionInput): Promise<RevisionInfo> {
     const homeKey = checkName("home key", input.homeKey);
+    const workspaceId = checkName("workspace id", input.workspaceId);
     const parentId = input.parentId === null ? null : checkName("parent id", input.parentId);
     const reason = input.reason;
     if (!CHECKPOINT_REASONS.includes(reason)) {
@@ -177,7 +191,9 @@ export function createFileCheckpointStore(
     activeTemps.add(temp);
     try {
       await fs.mkdir(temp);
-      return await storeLock.shared(() => writeRevision(temp, homeKey, parentId, reason, input.tar));
+      return await lock.shared(() =>
+        writeRevision(temp, { homeKey, workspaceId, parentId, reason }, input.tar),
+      );
     } finally {
       await fs.rm(temp, { recursive: true, force: true }).catch(() => undefined);
       activeTemps.delete(temp);
@@ -186,9 +202,7 @@ export function createFileCheckpointStore(
 
   async function writeRevision(
     temp: string,
-    homeKey: string,
-    parentId: string | null,
-    reason: WriteRevisionInput["reason"],
+    { homeKey, workspaceId, parentId, reason }: Omit<WriteRevisionInput, "tar">,
     tar: ReadableStream<Uint8Array>,
   ): Promise<RevisionInfo> {
     const entries = new Map<string, ManifestEntry>();
@@ -208,29 +222,30 @@ export function createFileCheckpointStore(
     };
 
     /** Moves a complete, fsynced temp file into objects/ (unless the content is already there). */
-    async function commitObject(tempFile: string, sha256: string): Promise<void> {
-      const prefix = join(objectsDir, sha256.slice(0, 2));
+    async function commitObject(tempFile: string, address: string): Promise<void> {
+      const prefix = join(objectsDir, address.slice(0, 2));
       let made = touchedPrefixes.get(prefix);
       if (!made) {
         made = makeDurableDir(prefix);
         touchedPrefixes.set(prefix, made);
       }
       await made;
-      await fs.rename(tempFile, objectPath(sha256));
+      await fs.rename(tempFile, objectPath(address));
     }
 
-    async function objectExists(sha256: string): Promise<boolean> {
+    async function objectExists(address: string): Promise<boolean> {
       try {
-        await fs.access(objectPath(sha256));
+        await fs.access(objectPath(address));
         return true;
       } catch {
         return false;
       }
     }
 
-    /** Hashes one file's content and stores it once; large contents stream through a temp file. */
-    async function storeContent(content: AsyncIterable<unknown>): Promise<{ sha256: string; size: number }> {
-      const hash = createHash("sha256");
+    /** Addresses one file's content and stores it once; large contents stream sealed through a temp file. */
+    async function storeContent(content: AsyncIterable<unknown>): Promise<{ address: string; size: number }> {
+      const addressing = sealing.addresser(workspaceId);
+      const sealer = sealing.sealer(workspaceId);
       const buffered: Buffer[] = [];
       let size = 0;
       let spill: fs.FileHandle | null = null;
@@ -238,46 +253,46 @@ export function createFileCheckpointStore(
       try {
         for await (const value of content) {
           const chunk = value as Buffer;
-          hash.update(chunk);
+          addressing.update(chunk);
           size += chunk.length;
           if (spill) {
-            await spill.write(chunk);
+            await spill.write(sealer.update(chunk));
           } else {
             buffered.push(chunk);
             if (size > IN_MEMORY_LIMIT) {
               spill = await fs.open(spillPath, "wx");
-              for (const part of buffered) await spill.write(part);
+              await spill.write(sealer.update(Buffer.concat(buffered)));
               buffered.length = 0;
             }
           }
         }
-        const sha256 = hash.digest("hex");
-        if (claimed.has(sha256) || (await objectExists(sha256))) {
+        const address = addressing.digest("hex");
+        if (claimed.has(address) || (await objectExists(address))) {
           if (spill) {
             await spill.close();
             spill = null;
             await fs.rm(spillPath, { force: true });
           }
-          return { sha256, size };
+          return { address, size };
         }
-        claimed.add(sha256);
+        claimed.add(address);
         newBytes += size;
         const handle = spill ?? (await fs.open(spillPath, "wx"));
         spill = null;
-        const data = buffered.length === 1 ? buffered[0] : Buffer.concat(buffered);
+        const sealed = Buffer.concat([sealer.update(Buffer.concat(buffered)), sealer.final()]);
         buffered.length = 0;
         const durable = (async () => {
           try {
-            if (data && data.length > 0 && handle !== null) await handle.write(data);
+            await handle.write(sealed);
             await handle.sync();
           } finally {
             await handle.close();
           }
-          await commitObject(spillPath, sha256);
+          await commitObject(spillPath, address);
         })();
         track(durable);
         while (pending.size >= DURABILITY_CONCURRENCY) await Promise.race(pending);
-        return { sha256, size };
+        return { address, size };
       } finally {
         await spill?.close();
       }
@@ -292,6 +307,11 @@ export function createFileCheckpointStore(
         if (failure) throw failure;
         const header: Header = entry.header;
         const path = entryPath(header.name);
+        if (excludedFromRevisions(path)) {
+          // never stored, so never restored: Chromium rebuilds what it finds missing
+          entry.resume();
+          continue;
+        }
         const mode = (header.mode ?? 0) & 0o7777;
         const mtime = header.mtime ? Math.floor(header.mtime.getTime() / 1000) : 0;
         switch (header.type) {
@@ -303,8 +323,8 @@ export function createFileCheckpointStore(
           case "contiguous-file": {
             if (path === ROOT_PATH)
               throw invalid(`archive entry ${JSON.stringify(header.name)} names the home as a file`);
-            const { sha256, size } = await storeContent(entry);
-            entries.set(path, { path, type: "file", mode, mtime, size, sha256 });
+            const { address, size } = await storeContent(entry);
+            entries.set(path, { path, type: "file", mode, mtime, size, address });
             break;
           }
           case "symlink":
@@ -360,9 +380,10 @@ export function createFileCheckpointStore(
     }
     const { id, createdAt } = newRevisionId();
     const manifest: Manifest = {
-      version: 1,
+      version: 2,
       id,
       homeKey,
+      workspaceId,
       parentId,
       reason,
       createdAt: createdAt.toISOString(),
@@ -375,7 +396,10 @@ export function createFileCheckpointStore(
     const manifestTemp = join(temp, "manifest.json");
     const handle = await fs.open(manifestTemp, "wx");
     try {
-      await handle.writeFile(JSON.stringify(manifest));
+      const sealer = sealing.sealer(manifestContext(homeKey, id));
+      await handle.write(
+        Buffer.concat([sealer.update(Buffer.from(JSON.stringify(manifest), "utf8")), sealer.final()]),
+      );
       await handle.sync();
     } finally {
       await handle.close();
@@ -389,16 +413,18 @@ export function createFileCheckpointStore(
 
   async function loadManifest(homeKey: string, id: string): Promise<Manifest> {
     const path = manifestPath(homeKey, id);
-    let text: string;
+    let sealed: Buffer;
     try {
-      text = await fs.readFile(path, "utf8");
+      sealed = await fs.readFile(path);
     } catch (error) {
       if (errorCode(error) === "ENOENT") {
         throw new CheckpointStoreError("NOT_FOUND", `home ${homeKey} has no checkpoint revision ${id}`);
       }
       throw error;
     }
-    return parseManifest(text, `${homeKey}/${id}`);
+    const where = `${homeKey}/${id}`;
+    const text = sealing.openBuffer(sealed, manifestContext(homeKey, id), `checkpoint manifest ${where}`);
+    return parseManifest(text.toString("utf8"), where);
   }
 
   async function manifestIds(homeKey: string): Promise<string[]> {
@@ -432,10 +458,6 @@ export function createFileCheckpointStore(
 
   async function read(homeKey: string, revisionId: string): Promise<ReadableStream<Uint8Array>> {
     const manifest = await loadManifest(homeKey, revisionId);
-    for (const entry of manifest.entries) {
-      if (entry.type === "file" && !isSha256(entry.sha256))
-        throw new CheckpointStoreError("CORRUPT", "bad hash");
-    }
     const archive = pack();
     const produce = async () => {
       for (const entry of manifest.entries) {
@@ -461,13 +483,13 @@ export function createFileCheckpointStore(
         archive.entry(header, (error) => (error ? fail(error) : done()));
       });
     const addFile = async (entry: Extract<ManifestEntry, { type: "file" }>, name: string, mtime: Date) => {
-      const objectFile = objectPath(entry.sha256);
+      const objectFile = objectPath(entry.address);
       try {
         await fs.access(objectFile);
       } catch (error) {
         throw new CheckpointStoreError(
           "CORRUPT",
-          `content of ${entry.path} (${entry.sha256}) is missing from the store`,
+          `content of ${entry.path} (${entry.address}) is missing from the store`,
           {
             cause: error,
           },
@@ -477,17 +499,21 @@ export function createFileCheckpointStore(
       const added = new Promise<void>((done, fail) => {
         settle = (error) => (error ? fail(error) : done());
       });
+      // awaited below; when the content fails first, the archive's destruction rejects it unseen
+      added.catch(() => undefined);
       const sink = archive.entry({ name, type: "file", mode: entry.mode, mtime, size: entry.size }, (error) =>
         settle(error),
       );
-      const hash = createHash("sha256");
-      for await (const value of createReadStream(objectFile)) {
-        const chunk = value as Buffer;
-        hash.update(chunk);
+      // the archive's destruction destroys this entry too, with the same error
+      sink.on("error", (error: Error) => settle(error));
+      const plaintext = sealing.openObject(
+        objectFile,
+        manifest.workspaceId,
+        entry.address,
+        `content of ${entry.path} (${entry.address})`,
+      );
+      for await (const chunk of plaintext) {
         if (!sink.write(chunk)) await new Promise<void>((drained) => sink.once("drain", () => drained()));
-      }
-      if (hash.digest("hex") !== entry.sha256) {
-        throw new CheckpointStoreError("CORRUPT", `content of ${entry.path} does not match its checksum`);
       }
       sink.end(null);
       await added;
@@ -519,7 +545,7 @@ export function createFileCheckpointStore(
 
   async function remove(homeKey: string, revisionIds: string[]): Promise<void> {
     const paths = revisionIds.map((id) => manifestPath(homeKey, id));
-    await storeLock.exclusive(async () => {
+    await lock.exclusive(async () => {
       for (const path of paths) await fs.rm(path, { force: true });
       if (paths.length > 0) await fsyncPath(revisionsDir(homeKey)).catch(() => undefined);
       await sweep();
@@ -527,10 +553,10 @@ export function createFileCheckpointStore(
   }
 
   async function collectGarbage() {
-    return storeLock.exclusive(sweep);
+    return lock.exclusive(sweep);
   }
 
-  /** Mark every object a manifest of any home names, then delete the rest (past the grace period). */
+  /** Mark every object a manifest of any home names, then delete the rest. */
   async function sweep(): Promise<{ removedObjects: number; removedBytes: number }> {
     const marked = new Set<string>();
     let homes: string[] = [];
@@ -549,7 +575,7 @@ export function createFileCheckpointStore(
           // an unreadable manifest might still need its objects: collect nothing rather than guess
           throw error;
         }
-        for (const entry of manifest.entries) if (entry.type === "file") marked.add(entry.sha256);
+        for (const entry of manifest.entries) if (entry.type === "file") marked.add(entry.address);
       }
     }
     let removedObjects = 0;
@@ -560,15 +586,14 @@ export function createFileCheckpointStore(
     } catch (error) {
       if (errorCode(error) !== "ENOENT") throw error;
     }
-    const cutoff = Date.now() - gcGraceMs;
     for (const prefix of prefixes) {
       const dir = join(objectsDir, prefix);
       const names = await fs.readdir(dir).catch(() => [] as string[]);
       for (const name of names) {
-        if (!isSha256(name) || marked.has(name)) continue;
+        if (!isAddress(name) || marked.has(name)) continue;
         const path = join(dir, name);
         const stat = await fs.stat(path).catch(() => null);
-        if (!stat || (gcGraceMs > 0 && stat.mtimeMs > cutoff)) continue;
+        if (!stat) continue;
         await fs.rm(path, { force: true });
         removedObjects += 1;
         removedBytes += stat.size;

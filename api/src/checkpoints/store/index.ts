@@ -1,9 +1,12 @@
+export { EXCLUDED_FROM_REVISIONS, excludedFromRevisions } from "./excluded.ts";
 export {
   createFileCheckpointStore,
   type FileCheckpointStore,
   type FileCheckpointStoreOptions,
 } from "./file-store.ts";
+export { SharedExclusiveLock, type StoreLock } from "./lock.ts";
 export { DEFAULT_RETENTION, type RetentionPolicy, selectForRemoval } from "./retention.ts";
+export { type CheckpointSealing, createCheckpointSealing } from "./sealing.ts";
 export {
   CHECKPOINT_REASONS,
   type CheckpointReason,

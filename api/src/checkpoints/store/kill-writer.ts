@@ -4,7 +4,8 @@
  * mid-write. Usage: node --import tsx kill-writer.ts <storeRoot> <homeKey> <parentId>
  */
 import { createFileCheckpointStore } from "./file-store.ts";
-import { pseudoRandomBytes } from "./test-support.ts";
+import { createCheckpointSealing } from "./sealing.ts";
+import { pseudoRandomBytes, TEST_ENCRYPTION_KEYS } from "./test-support.ts";
 
 const [root, homeKey, parentId] = process.argv.slice(2);
 if (!root || !homeKey || !parentId) throw new Error("usage: kill-writer.ts <storeRoot> <homeKey> <parentId>");
@@ -54,6 +55,6 @@ const tar = new ReadableStream<Uint8Array>({
   },
 });
 
-const store = createFileCheckpointStore(root);
-await store.write({ homeKey, parentId, reason: "manual", tar });
+const store = createFileCheckpointStore(root, { sealing: createCheckpointSealing(TEST_ENCRYPTION_KEYS) });
+await store.write({ workspaceId: "ws-1", homeKey, parentId, reason: "manual", tar });
 process.stdout.write("finished\n");

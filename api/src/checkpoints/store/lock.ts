@@ -1,8 +1,15 @@
 /**
- * A readers–writer lock: writes of revisions share it, garbage collection takes it alone, so a
- * sweep never sees objects a write has stored but not yet named in a manifest.
+ * What keeps garbage collection off the objects of writes in flight: writes of revisions share
+ * it, a sweep takes it alone, so a sweep never sees objects a write has stored or decided to reuse
+ * but not yet named in a manifest. Across api replicas it is api/src/checkpoints/replica-lock.ts.
  */
-export class SharedExclusiveLock {
+export interface StoreLock {
+  shared<T>(work: () => Promise<T>): Promise<T>;
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** A readers–writer lock within one process; a waiting sweep goes before writes that come later. */
+export class SharedExclusiveLock implements StoreLock {
   private readers = 0;
   private writer = false;
   private readonly waiting: Array<{ exclusive: boolean; grant: () => void }> = [];

@@ -11,13 +11,16 @@ export const ROOT_PATH = ".";
 
 export type ManifestEntry =
   | { path: string; type: "directory"; mode: number; mtime: number }
-  | { path: string; type: "file"; mode: number; mtime: number; size: number; sha256: string }
+  | { path: string; type: "file"; mode: number; mtime: number; size: number; address: string }
   | { path: string; type: "symlink"; mode: number; mtime: number; target: string };
 
 /** A revision on disk: its description and its sorted entries. */
 export interface Manifest {
-  version: 1;
+  /** 2: sealed at rest, with per-workspace addresses (1 was plaintext with sha256 names). */
+  version: 2;
   id: string;
+  /** Whose key addresses the contents: needed to check each one's address when it is read. */
+  workspaceId: string;
   homeKey: string;
   parentId: string | null;
   reason: CheckpointReason;
@@ -30,7 +33,7 @@ export interface Manifest {
 }
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
+const ADDRESS_HEX = /^[0-9a-f]{64}$/;
 
 /** Home keys and revision ids become file names: only plain, safe names are allowed. */
 export function checkName(what: string, value: string): string {
@@ -43,8 +46,9 @@ export function checkName(what: string, value: string): string {
   return value;
 }
 
-export function isSha256(value: string): boolean {
-  return SHA256_HEX.test(value);
+/** An object's name: its content's HMAC-SHA256 address, in hex. */
+export function isAddress(value: string): boolean {
+  return ADDRESS_HEX.test(value);
 }
 
 /**
@@ -94,7 +98,7 @@ function canonicalEntry(entry: ManifestEntry): string {
     case "directory":
       return JSON.stringify([entry.path, entry.type, entry.mode, entry.mtime]);
     case "file":
-      return JSON.stringify([entry.path, entry.type, entry.mode, entry.mtime, entry.size, entry.sha256]);
+      return JSON.stringify([entry.path, entry.type, entry.mode, entry.mtime, entry.size, entry.address]);
     case "symlink":
       return JSON.stringify([entry.path, entry.type, entry.mode, entry.mtime, entry.target]);
   }
@@ -126,16 +130,17 @@ export function parseManifest(text: string, where: string): Manifest {
     throw new CheckpointStoreError("CORRUPT", `checkpoint manifest ${where} is not JSON`, { cause: error });
   }
   const m = value as Partial<Manifest> | null;
-  if (!m || typeof m !== "object" || m.version !== 1) throw corrupt(where, "unknown version");
-  if (typeof m.id !== "string" || typeof m.homeKey !== "string") throw corrupt(where, "no id");
+  if (!m || typeof m !== "object" || m.version !== 2) throw corrupt(where, "unknown version");
+  if (typeof m.id !== "string" || typeof m.homeKey !== "string" || typeof m.workspaceId !== "string")
+    throw corrupt(where, "no id");
   if (!CHECKPOINT_REASONS.includes(m.reason as CheckpointReason)) throw corrupt(where, "unknown reason");
   if (!Array.isArray(m.entries)) throw corrupt(where, "no entries");
   for (const entry of m.entries as ManifestEntry[]) {
     if (!entry || typeof entry.path !== "string" || typeof entry.mode !== "number") {
       throw corrupt(where, "an entry has no path or mode");
     }
-    if (entry.type === "file" && !isSha256(entry.sha256))
-      throw corrupt(where, `${entry.path} has no content hash`);
+    if (entry.type === "file" && !isAddress(entry.address))
+      throw corrupt(where, `${entry.path} has no content address`);
   }
   const manifest = m as Manifest;
   if (entriesSha256(manifest.entries) !== manifest.sha256) throw corrupt(where, "checksum mismatch");

@@ -8,6 +8,12 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { outputOf } from "@cubicle/providers/kernel";
 
+/** ENCRYPTION_KEY and a previous one, as the store's tests seal with them. */
+export const TEST_ENCRYPTION_KEYS = {
+  current: "checkpoint-test-key-0123456789abcdefghijklmnop",
+  previous: [] as string[],
+};
+
 /** `tar -C dir -cf - .` as a Web stream, the way a provider's exportHome gives a home. */
 export function tarOf(dir: string): ReadableStream<Uint8Array> {
   const child = spawn("tar", ["-C", dir, "--numeric-owner", "-cf", "-", "."], {

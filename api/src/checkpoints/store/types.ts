@@ -23,6 +23,8 @@ export interface RevisionInfo {
 
 export interface WriteRevisionInput {
   homeKey: string;
+  /** The workspace the home belongs to: its contents are addressed with its own key. */
+  workspaceId: string;
   parentId: string | null;
   reason: CheckpointReason;
   /** The home as a tar stream, as a provider's exportHome gives it (paths relative to the home). */

@@ -1,0 +1,233 @@
+import { createCipheriv, createDecipheriv, createHmac, type Hmac, hkdfSync, randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import { deriveKeyring, type EncryptionKeys, type Keyring } from "../../credentials/cipher.ts";
+import { CheckpointStoreError } from "./types.ts";
+
+/**
+ * How checkpoint objects and manifests are sealed at rest (docs/architecture.md, "Domain"):
+ *
+ *     "CKP1" | key id (6 bytes) | nonce prefix (7 random bytes)      the 17-byte header
+ *     AES-256-GCM(chunk 0) | tag … AES-256-GCM(last chunk) | tag     64 KiB of plaintext each
+ *
+ * Chunks are sealed one by one (nonce = prefix | chunk number | last-chunk flag; the header and
+ * the object's context are the additional data), so a large object streams in both directions,
+ * a reader never hands on a byte that failed authentication, and cutting, reordering or
+ * truncating chunks fails like any altered byte. The key comes from ENCRYPTION_KEY under its own
+ * purpose (`deriveKeyring`), so it rotates as credentials do: new objects are sealed with the
+ * current key, and an object names the key that opens it.
+ */
+const PURPOSE = "checkpoints";
+const MAGIC = Buffer.from("CKP1", "latin1");
+const KEY_ID_BYTES = 6;
+const PREFIX_BYTES = 7;
+export const HEADER_BYTES = MAGIC.length + KEY_ID_BYTES + PREFIX_BYTES;
+const CHUNK_BYTES = 64 * 1024;
+const TAG_BYTES = 16;
+const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES;
+
+export interface CheckpointSealing {
+  /** Id of the key new objects are sealed with. */
+  readonly keyId: string;
+  /**
+   * The address of one content in one workspace: HMAC-SHA256 under that workspace's sub-key of
+   * the current key. Equal files in two workspaces get unrelated addresses, so the store's names
+   * and its deduplication say nothing across workspaces.
+   */
+  addresser(workspaceId: string): Hmac;
+  /** Seals a stream of plaintext; `context` (what the object is) must be given again to open it. */
+  sealer(context: string): Sealer;
+  /**
+   * The plaintext of a sealed object of `workspaceId` (its context), chunk by chunk, each
+   * authenticated before it is yielded; the last one only once the whole content also has the
+   * address it is stored under, so an authentic object moved to another name fails too.
+   */
+  openObject(path: string, workspaceId: string, address: string, what: string): AsyncGenerator<Buffer>;
+  /** The whole plaintext of a small sealed buffer (a manifest). */
+  openBuffer(sealed: Buffer, context: string, what: string): Buffer;
+}
+
+export interface Sealer {
+  /** Sealed bytes to write for this plaintext (the header first; may be empty while a chunk fills). */
+  update(plaintext: Buffer): Buffer;
+  /** The last sealed chunk. */
+  final(): Buffer;
+}
+
+interface CheckpointKey {
+  id: string;
+  aead: Buffer;
+  address: Buffer;
+}
+
+function checkpointKey(derived: Keyring["current"]): CheckpointKey {
+  // The purpose key is split once more, so the HMAC never uses the AES key itself.
+  const address = Buffer.from(hkdfSync("sha256", derived.key, "", "cubicle/checkpoints/address/v1", 32));
+  return { id: derived.id, aead: derived.key, address };
+}
+
+export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing {
+  const ring = deriveKeyring(keys, PURPOSE);
+  const current = checkpointKey(ring.current);
+  const byId = new Map([...ring.byId].map(([id, derived]) => [id, checkpointKey(derived)]));
+
+  const workspaceAddresser = (key: CheckpointKey, workspaceId: string) =>
+    createHmac(
+      "sha256",
+      Buffer.from(hkdfSync("sha256", key.address, "", `cubicle/checkpoints/workspace/${workspaceId}`, 32)),
+    );
+
+  const nonce = (prefix: Buffer, index: number, last: boolean) => {
+    const value = Buffer.alloc(12);
+    prefix.copy(value, 0);
+    value.writeUInt32BE(index, PREFIX_BYTES);
+    value[11] = last ? 1 : 0;
+    return value;
+  };
+
+  const keyOf = (header: Buffer, what: string): CheckpointKey => {
+    if (header.length < HEADER_BYTES || !header.subarray(0, MAGIC.length).equals(MAGIC)) {
+      throw new CheckpointStoreError(
+        "CORRUPT",
+        `${what} is not sealed (written before encryption at rest, or damaged); it cannot be read`,
+      );
+    }
+    const id = header.subarray(MAGIC.length, MAGIC.length + KEY_ID_BYTES).toString("hex");
+    const key = byId.get(id);
+    if (!key) {
+      throw new CheckpointStoreError(
+        "CORRUPT",
+        `${what} was sealed with key id ${id}, which is neither ENCRYPTION_KEY nor in ENCRYPTION_KEYS_PREVIOUS`,
+      );
+    }
+    return key;
+  };
+
+  const openChunk = (
+    key: CheckpointKey,
+    header: Buffer,
+    context: string,
+    index: number,
+    last: boolean,
+    sealed: Buffer,
+    what: string,
+  ): Buffer => {
+    const prefix = header.subarray(MAGIC.length + KEY_ID_BYTES, HEADER_BYTES);
+    const decipher = createDecipheriv("aes-256-gcm", key.aead, nonce(prefix, index, last), {
+      authTagLength: TAG_BYTES,
+    });
+    decipher.setAAD(Buffer.concat([header, Buffer.from(context, "utf8")]));
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    try {
+      return Buffer.concat([
+        decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)),
+        decipher.final(),
+      ]);
+    } catch {
+      throw tampered(what);
+    }
+  };
+
+  /** How many chunks a sealed body of this length holds, or why it cannot be one. */
+  const chunkCount = (bodyBytes: number, what: string): number => {
+    const count = Math.max(1, Math.ceil(bodyBytes / SEALED_CHUNK_BYTES));
+    const lastBytes = bodyBytes - (count - 1) * SEALED_CHUNK_BYTES;
+    if (lastBytes < TAG_BYTES) throw tampered(what);
+    return count;
+  };
+
+  return {
+    keyId: current.id,
+
+    addresser: (workspaceId) => workspaceAddresser(current, workspaceId),
+
+    sealer(context) {
+      const header = Buffer.concat([MAGIC, Buffer.from(current.id, "hex"), randomBytes(PREFIX_BYTES)]);
+      const prefix = header.subarray(MAGIC.length + KEY_ID_BYTES);
+      const aad = Buffer.concat([header, Buffer.from(context, "utf8")]);
+      let index = 0;
+      let pending: Buffer[] = [];
+      let pendingBytes = 0;
+      let headerWritten = false;
+      const seal = (plaintext: Buffer, last: boolean) => {
+        const cipher = createCipheriv("aes-256-gcm", current.aead, nonce(prefix, index++, last), {
+          authTagLength: TAG_BYTES,
+        });
+        cipher.setAAD(aad);
+        return Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+      };
+      const start = (): Buffer[] => {
+        if (headerWritten) return [];
+        headerWritten = true;
+        return [header];
+      };
+      return {
+        update(plaintext) {
+          const out = start();
+          pending.push(plaintext);
+          pendingBytes += plaintext.length;
+          // a full chunk is sealed only once more follows, because the last one is flagged
+          while (pendingBytes > CHUNK_BYTES) {
+            const all = Buffer.concat(pending);
+            out.push(seal(all.subarray(0, CHUNK_BYTES), false));
+            pending = [all.subarray(CHUNK_BYTES)];
+            pendingBytes -= CHUNK_BYTES;
+          }
+          return Buffer.concat(out);
+        },
+        final() {
+          const out = start();
+          out.push(seal(Buffer.concat(pending), true));
+          pending = [];
+          pendingBytes = 0;
+          return Buffer.concat(out);
+        },
+      };
+    },
+
+    async *openObject(path, workspaceId, address, what) {
+      const handle = await fs.open(path, "r");
+      try {
+        const { size } = await handle.stat();
+        const header = Buffer.alloc(HEADER_BYTES);
+        await handle.read(header, 0, HEADER_BYTES, 0);
+        const key = keyOf(header, what);
+        // the address is recomputed under the key that sealed the object, which may be a previous one
+        const addressing = workspaceAddresser(key, workspaceId);
+        const count = chunkCount(size - HEADER_BYTES, what);
+        for (let index = 0; index < count; index += 1) {
+          const offset = HEADER_BYTES + index * SEALED_CHUNK_BYTES;
+          const length = Math.min(SEALED_CHUNK_BYTES, size - offset);
+          const sealed = Buffer.alloc(length);
+          const { bytesRead } = await handle.read(sealed, 0, length, offset);
+          if (bytesRead !== length) throw tampered(what);
+          const last = index === count - 1;
+          const plaintext = openChunk(key, header, workspaceId, index, last, sealed, what);
+          addressing.update(plaintext);
+          if (last && addressing.digest("hex") !== address) throw tampered(what);
+          yield plaintext;
+        }
+      } finally {
+        await handle.close();
+      }
+    },
+
+    openBuffer(sealed, context, what) {
+      const header = sealed.subarray(0, HEADER_BYTES);
+      const key = keyOf(header, what);
+      const count = chunkCount(sealed.length - HEADER_BYTES, what);
+      const parts: Buffer[] = [];
+      for (let index = 0; index < count; index += 1) {
+        const offset = HEADER_BYTES + index * SEALED_CHUNK_BYTES;
+        const chunk = sealed.subarray(offset, Math.min(offset + SEALED_CHUNK_BYTES, sealed.length));
+        parts.push(openChunk(key, header, context, index, index === count - 1, chunk, what));
+      }
+      return Buffer.concat(parts);
+    },
+  };
+}
+
+const tampered = (what: string) =>
+  new CheckpointStoreError(
+    "CORRUPT",
+    `${what} failed authentication: it was altered, truncated or swapped on disk, and is not restored`,
+  );
