@@ -2,6 +2,8 @@ import { spawn } from "node:child_process";
 import { promises as fs } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { fileURLToPath } from "node:url";
 import { extract, pack } from "tar-stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -409,16 +411,12 @@ async function filesUnder(dir: string): Promise<Map<string, Buffer>> {
 /** The paths a revision's archive lists (its manifest, as a restore sees it). */
 async function archivedPaths(tar: ReadableStream<Uint8Array>): Promise<string[]> {
   const parser = extract();
+  Readable.fromWeb(tar as NodeReadableStream<Uint8Array>).pipe(parser);
   const names: string[] = [];
-  const reading = (async () => {
-    for await (const entry of parser) {
-      names.push(entry.header.name.replace(/^\.\//, "").replace(/\/$/, ""));
-      entry.resume();
-    }
-  })();
-  for await (const chunk of tar as unknown as AsyncIterable<Uint8Array>) parser.write(chunk);
-  parser.end();
-  await reading;
+  for await (const entry of parser) {
+    names.push(entry.header.name.replace(/^\.\//, "").replace(/\/$/, ""));
+    entry.resume();
+  }
   return names;
 }
 
