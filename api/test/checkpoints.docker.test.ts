@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -118,19 +118,33 @@ async function launchBrowser(s: OpenedSession, url: string) {
   expectStatus(await sessions().tool(s, "POST", "/launch-app", { app: "browser", url }), 202);
 }
 
-/** The files of a revision whose bytes contain `needle`. */
-async function filesContaining(computerId: string, checkpointId: string, needle: string): Promise<string[]> {
+/** The entries of a revision, as its archive lists them, with their bytes. */
+async function archived(computerId: string, checkpointId: string): Promise<Map<string, Buffer>> {
   const response = await c.owner().fetch("GET", `${c.checkpoints(computerId)}/${checkpointId}/archive`);
   if (!response.body) throw new Error("no archive");
   const parser = extract();
   Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>).pipe(parser);
-  const found: string[] = [];
+  const entries = new Map<string, Buffer>();
   for await (const entry of parser) {
     const chunks: Buffer[] = [];
     for await (const chunk of entry) chunks.push(chunk as Buffer);
-    if (Buffer.concat(chunks).includes(needle)) found.push(entry.header.name);
+    entries.set(entry.header.name, Buffer.concat(chunks));
   }
-  return found;
+  return entries;
+}
+
+/** The files of a revision whose bytes contain `needle`. */
+async function filesContaining(computerId: string, checkpointId: string, needle: string): Promise<string[]> {
+  const entries = await archived(computerId, checkpointId);
+  return [...entries].filter(([, bytes]) => bytes.includes(needle)).map(([name]) => name);
+}
+
+/** Files anywhere under `dir` whose bytes contain `needle`. */
+function filesOnDiskContaining(dir: string, needle: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name))
+    .filter((path) => readFileSync(path).includes(needle));
 }
 
 describe("checkpoints of Docker computers", () => {
@@ -165,6 +179,18 @@ describe("checkpoints of Docker computers", () => {
         120_000,
       );
       expect(await profileHolds(atEnd.id)).toBe(true);
+      // at rest the store holds nothing of the login in the clear, not even the cookie's name
+      expect(filesOnDiskContaining(checkpointDir, site.cookieName)).toEqual([]);
+      // Chromium made its caches in the profile; the revision has the profile without them
+      const profile = ".browser-profiles/chromium";
+      const liveCaches = ["Default/Cache", "Default/Code Cache", "GrShaderCache", "ShaderCache"].filter(
+        (cache) => existsSync(join(supervisor.dataDir, "homes", bot.id, profile, cache)),
+      );
+      expect(liveCaches.length).toBeGreaterThan(0);
+      const names = [...(await archived(bot.computerId, atEnd.id)).keys()];
+      expect(names).toContain(`./${profile}/Local State`);
+      for (const cache of liveCaches)
+        expect(names.filter((name) => name.includes(`${profile}/${cache}`))).toEqual([]);
 
       expectStatus(
         await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/computers/${bot.computerId}/destroy`),
