@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -215,6 +215,39 @@ describe("checkpoints", () => {
     // a computer that never ran has nothing to checkpoint
     const idle = await createBot(c.owner(), world().workspaceId, "private");
     problem(await c.owner().post(c.checkpoints(idle.computerId)), 409, "NO_MACHINE");
+    expect(await c.audits(s.computerId, "checkpoint.restored")).toEqual([]);
+  });
+});
+
+describe("a checkpoint altered on disk", () => {
+  const { c, api } = withWorld("tampered");
+
+  it("is refused on restore with a clear problem, and the home stays as it was", async () => {
+    const s = await c.privateSession();
+    await c.write(s, { "notes.txt": "as checkpointed", "data.bin": randomBytes(100_000) });
+    const r1 = await c.take(s.computerId);
+    await c.write(s, { "notes.txt": "the home now" });
+    await c.end(s);
+    await until("the session-end checkpoint", async () =>
+      (await c.list(s.computerId)).find((r) => r.reason === "session-success"),
+    );
+    const home = await c.home(s.computerId);
+    // one byte of every stored object changes, as a disk or an intruder might change it
+    const objects = join(api().api.deps.env.checkpoints.dir, "objects");
+    for (const entry of readdirSync(objects, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const path = join(entry.parentPath, entry.name);
+      const bytes = readFileSync(path);
+      bytes[bytes.length - 1] = (bytes.at(-1) ?? 0) ^ 1;
+      writeFileSync(path, bytes);
+    }
+
+    const refused = await c
+      .owner()
+      .post(`${c.checkpoints(s.computerId)}/${r1.id}/restore`, { into: "current" });
+    const body = problem(refused, 500, "CHECKPOINT_UNREADABLE");
+    expect(body.detail).toMatch(/failed authentication: it was altered, truncated or swapped on disk/);
+    expect(await c.home(s.computerId)).toEqual(home);
     expect(await c.audits(s.computerId, "checkpoint.restored")).toEqual([]);
   });
 });

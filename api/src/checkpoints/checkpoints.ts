@@ -205,8 +205,14 @@ export class Checkpoints implements MachineCheckpoints {
     const { computer, machine, actor } = moment;
     await machine.provider.closeBrowsers(machine.ref);
     const before = await this.record({ ...moment, reason: "before-restore" }, sameAs);
-    const tar = await this.store.read(computer.home_key, revision.id);
-    await machine.provider.importHome(machine.ref, tar);
+    const tar = rememberingFailure(await this.store.read(computer.home_key, revision.id));
+    try {
+      await machine.provider.importHome(machine.ref, tar.stream);
+    } catch (error) {
+      // a revision that fails its checks (altered on disk, a key missing) says so, rather than
+      // the provider's "the archive broke off"
+      throw tar.failure() ?? error;
+    }
     await this.audit(actor, computer, "checkpoint.restored", {
       checkpointId: revision.id,
       into,
@@ -353,6 +359,26 @@ export class Checkpoints implements MachineCheckpoints {
       db,
     );
   }
+}
+
+/** The stream as it is, remembering why it failed if it does: a provider sees only that it broke. */
+function rememberingFailure(source: ReadableStream<Uint8Array>) {
+  let failure: unknown;
+  const reader = source.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const next = await reader.read();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      } catch (error) {
+        failure = error;
+        controller.error(error);
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return { stream, failure: () => failure };
 }
 
 const noMachine = () =>
