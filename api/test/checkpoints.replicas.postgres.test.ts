@@ -197,56 +197,63 @@ describe("checkpoint garbage collection across api replicas", () => {
   it("keeps every kept revision whole while both replicas write and collect at once, round after round", {
     timeout: 240_000,
   }, async () => {
-    const pool: ReplicaFile[] = Array.from({ length: 10 }, (_, i) => ({
-      path: `pool/file-${i}.bin`,
-      seed: 100 + i,
-      size: i === 0 ? 1_500_000 : 20_000 + i * 37_000,
-    }));
-    const homes = ["h1", "h2", "h3"];
-    const kept = new Map<string, { homeKey: string; files: ReplicaFile[] }>();
-    const byHome = new Map<string, string[]>(homes.map((home) => [home, []]));
-    let removed = 0;
+    // Each round hands content over: home "a"'s only revision holds this round's files, and while
+    // one replica drops it and collects, the other writes home "b" with the same files and a
+    // large new one. Timings are left to chance (a random head start), so each round's sweep
+    // may land before, inside or after the write.
     let seed = 7;
     const random = (below: number) => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       return seed % below;
     };
+    const generation = (round: number): ReplicaFile[] =>
+      Array.from({ length: 1 + random(4) }, (_, i) => ({
+        path: `round-${round}/file-${i}.bin`,
+        seed: 1000 * round + i,
+        size: 50_000 + random(250_000),
+      }));
+    const kept = new Map<string, { homeKey: string; files: ReplicaFile[] }>();
     const ROUNDS = 16;
+    let files = generation(0);
+    let source = await (replicas[0] as Replica).write("a", files);
+    await ageObjects();
     for (let round = 0; round < ROUNDS; round += 1) {
-      await Promise.all(
-        replicas.map(async (replica, index) => {
-          const homeKey = homes[(round + index) % homes.length] ?? "h1";
-          const files = pool.filter(() => random(2) === 0);
-          // the other side's oldest revisions beyond the newest two go, with a sweep
-          const other = homes[(round + index + 1) % homes.length] ?? "h1";
-          const history = byHome.get(other) ?? [];
-          const doomed = history.length > 2 ? history.splice(0, history.length - 2) : [];
-          for (const id of doomed) kept.delete(id);
-          removed += doomed.length;
-          const work = [
-            async () => {
-              const revision = await replica.write(homeKey, files);
-              kept.set(revision.id, { homeKey, files });
-              byHome.get(homeKey)?.push(revision.id);
-            },
-            () => replica.remove(other, doomed),
-            () => replica.gc(),
-          ];
-          if (random(2) === 0) work.reverse();
-          await Promise.all(work.map((step) => step()));
-        }),
-      );
+      const writer = replicas[round % 2] as Replica;
+      const collector = replicas[(round + 1) % 2] as Replica;
+      const handedOver = [
+        ...files,
+        { path: `round-${round}/large.bin`, seed: 1000 * round + 999, size: 3_000_000 },
+      ];
+      const nextFiles = generation(round + 1);
+      const headStart = random(30);
+      const [written, next] = await Promise.all([
+        (async () => {
+          if (headStart >= 15) await new Promise((tick) => setTimeout(tick, headStart - 15));
+          return writer.write("b", handedOver);
+        })(),
+        (async () => {
+          if (headStart < 15) await new Promise((tick) => setTimeout(tick, headStart));
+          await collector.remove("a", [source.id]);
+          return collector.write("a", nextFiles);
+        })(),
+      ]);
+      kept.set(written.id, { homeKey: "b", files: handedOver });
+      source = next;
+      files = nextFiles;
       await ageObjects();
     }
-    expect(removed).toBeGreaterThan(ROUNDS);
+    kept.set(source.id, { homeKey: "a", files });
     const reader = createFileCheckpointStore(root, {
       sealing: createCheckpointSealing({ current: KEY, previous: [] }),
     });
-    for (const home of homes) {
-      expect((await reader.list(home)).map((r) => r.id).sort()).toEqual([...(byHome.get(home) ?? [])].sort());
+    expect((await reader.list("a")).map((r) => r.id)).toEqual([source.id]);
+    expect((await reader.list("b")).length).toBe(ROUNDS);
+    const broken: string[] = [];
+    for (const [id, { homeKey, files: expectedFiles }] of kept) {
+      const back = await restored(homeKey, id).catch((error: Error) => error.message);
+      if (typeof back === "string") broken.push(`${homeKey}/${id}: ${back}`);
+      else expect(back, `${homeKey}/${id}`).toEqual(expected(expectedFiles));
     }
-    for (const [id, { homeKey, files }] of kept) {
-      expect(await restored(homeKey, id), `${homeKey}/${id}`).toEqual(expected(files));
-    }
+    expect(broken).toEqual([]);
   });
 });

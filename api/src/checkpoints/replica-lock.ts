@@ -41,7 +41,8 @@ export function replicaStoreLock(database: DatabaseHandle): StoreLock {
         try {
           acquired(async () => {
             release();
-            await session;
+            // an unlock that fails means the connection went, and the lock with it
+            await session.catch(() => undefined);
           });
           await released;
         } finally {
