@@ -7,8 +7,9 @@
  * Paths are home-relative segments; `*` stands for any one segment. A browser's user data folder
  * is any folder under `.browser-profiles/` (where the computers' browsers keep theirs) or
  * Chromium's default `.config/chromium`; a profile is any folder directly in it (`Default`,
- * `Profile 1`, `Guest Profile`, …). Chromium's layout: chromium/src `chrome/common/chrome_constants.cc`
- * and the GPU, Dawn and Skia disk caches of `content/`.
+ * `Profile 1`, `Guest Profile`, …). The names are the folders Chromium makes for its HTTP and
+ * code caches, its GPU, Dawn and shader caches, service workers' cache storage and scripts, and
+ * downloaded component and extension packages; nothing else in a profile is left out.
  */
 const USER_DATA_FOLDERS = [
   [".browser-profiles", "*"],
