@@ -163,7 +163,9 @@ async function ageObjects(): Promise<void> {
 /** Whether some session waits for an advisory lock: a collection held off by a write in flight. */
 async function collectionWaits(): Promise<boolean> {
   const { rows } = await sql<{ waiting: number }>`
-    select count(*)::int as waiting from pg_locks where locktype = 'advisory' and not granted
+    select count(*)::int as waiting from pg_locks
+    where locktype = 'advisory' and not granted
+      and database = (select oid from pg_database where datname = current_database())
   `.execute(database.db);
   return (rows[0]?.waiting ?? 0) > 0;
 }

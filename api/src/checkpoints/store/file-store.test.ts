@@ -629,6 +629,29 @@ describe("checkpoints at rest", () => {
     await fs.writeFile(object, original);
     expect((await collect(await store.read("h", info.id))).includes(marker)).toBe(true);
 
+    // a large object cut at a chunk boundary (whole chunks gone) fails as well
+    await writeFile(home, "large.bin", pseudoRandomBytes(1024 * 1024, 41));
+    const large = await store.write({
+      workspaceId: WS,
+      homeKey: "large",
+      parentId: null,
+      reason: "manual",
+      tar: tarOf(home),
+    });
+    const sizes = await Promise.all(
+      [...(await filesUnder(join(root, "objects"))).keys()].map(async (path) => ({
+        path,
+        size: (await fs.stat(path)).size,
+      })),
+    );
+    const largest = sizes.sort((a, b) => b.size - a.size)[0]?.path ?? "";
+    const whole = await fs.readFile(largest);
+    await fs.writeFile(largest, whole.subarray(0, whole.length - (64 * 1024 + 16)));
+    await expect(collect(await store.read("large", large.id))).rejects.toThrow(
+      /large\.bin .*failed authentication/,
+    );
+    await fs.writeFile(largest, whole);
+
     const manifest = join(root, "homes", "h", "revisions", `${info.id}.json`);
     const sealedManifest = await fs.readFile(manifest);
     sealedManifest[sealedManifest.length - 1] = (sealedManifest.at(-1) ?? 0) ^ 1;

@@ -20,14 +20,12 @@ const PURPOSE = "checkpoints";
 const MAGIC = Buffer.from("CKP1", "latin1");
 const KEY_ID_BYTES = 6;
 const PREFIX_BYTES = 7;
-export const HEADER_BYTES = MAGIC.length + KEY_ID_BYTES + PREFIX_BYTES;
+const HEADER_BYTES = MAGIC.length + KEY_ID_BYTES + PREFIX_BYTES;
 const CHUNK_BYTES = 64 * 1024;
 const TAG_BYTES = 16;
 const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES;
 
 export interface CheckpointSealing {
-  /** Id of the key new objects are sealed with. */
-  readonly keyId: string;
   /**
    * The address of one content in one workspace: HMAC-SHA256 under that workspace's sub-key of
    * the current key. Equal files in two workspaces get unrelated addresses, so the store's names
@@ -136,8 +134,6 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
   };
 
   return {
-    keyId: current.id,
-
     addresser: (workspaceId) => workspaceAddresser(current, workspaceId),
 
     sealer(context) {
