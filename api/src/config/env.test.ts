@@ -140,6 +140,10 @@ describe("parseEnv overrides", () => {
     expect(Object.isFrozen(env.trustedProxies)).toBe(true);
   });
 
+  it("accepts TRUST_PROXY=false, which is what no TRUSTED_PROXIES means", () => {
+    expect(parseEnv({ TRUST_PROXY: "false" }).trustedProxies).toEqual([]);
+  });
+
   it("reads METRICS_TOKEN and AUTH_RATE_LIMIT, which is off by default only for tests", () => {
     expect(parseEnv({ METRICS_TOKEN: "m".repeat(32) }).metricsToken).toBe("m".repeat(32));
     expect(parseEnv({ NODE_ENV: "development" }).authRateLimit).toBe(true);

@@ -224,9 +224,10 @@ const schema = z
       trimOrUnset,
       z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
     ),
-    // "true" used to believe any peer's X-Forwarded-For; an old setting must not be ignored silently.
+    // "true" used to believe any peer's X-Forwarded-For: such a setting must not be ignored silently
+    // ("false" says what no TRUSTED_PROXIES now means).
     TRUST_PROXY: optionalTrimmed.transform((v, ctx) => {
-      if (v === undefined) return;
+      if (v === undefined || v === "false") return;
       ctx.addIssue({
         code: "custom",
         message:
