@@ -95,7 +95,8 @@ if (
   });
 }
 
-const apiUrl = `http://${api.host === "0.0.0.0" ? "127.0.0.1" : api.host}:${api.port}`;
+const apiHost = api.host === "0.0.0.0" ? "127.0.0.1" : api.host;
+const apiUrl = `http://${apiHost}:${api.port}`;
 
 run("screen proxy", tsx("proxy/src/main.ts"), {
   ...baseEnv,
@@ -104,7 +105,14 @@ run("screen proxy", tsx("proxy/src/main.ts"), {
   CUBICLE_API_URL: apiUrl,
   PROXY_ALLOWED_ORIGINS: process.env.PROXY_ALLOWED_ORIGINS ?? api.trustedOrigins.join(","),
 });
-run("api", tsx("api/src/main.ts"), baseEnv);
+run("api", tsx("api/src/main.ts"), {
+  ...baseEnv,
+  // The dashboard states each browser's address, connecting to apiUrl (so from apiHost, a local
+  // address): the api believes it from there, besides any proxies of the deployment's own.
+  TRUSTED_PROXIES: [process.env.TRUSTED_PROXIES, apiHost === "localhost" ? "loopback" : apiHost]
+    .filter(Boolean)
+    .join(","),
+});
 run("dashboard", webServerCommand(webPort, webHost), {
   ...baseEnv,
   CUBICLE_API_URL: apiUrl,

@@ -19,6 +19,7 @@ import { createRouter } from "./http/router.ts";
 import { proxyRoutes } from "./internal/proxy-routes.ts";
 import { invitationRoutes } from "./invitations/routes.ts";
 import { memberRoutes } from "./members/routes.ts";
+import { metricsAccess } from "./observability/metrics-access.ts";
 import { referenceRoutes } from "./openapi/reference.ts";
 import { screenRoutes } from "./screens/routes.ts";
 import { sessionRoutes } from "./sessions/routes.ts";
@@ -35,11 +36,12 @@ export function createApp(deps: AppDeps) {
     c.set("deps", deps);
     await next();
   });
-  app.use("*", requestContext({ trustProxy: deps.env.trustProxy }));
+  app.use("*", requestContext({ trustedProxies: deps.env.trustedProxies }));
   app.use("*", accessLog());
   app.use("*", deps.metrics.middleware);
   app.use("*", secureHeaders({ crossOriginResourcePolicy: "same-site" }));
   app.use("/v1/*", authenticate());
+  app.use("/metrics", metricsAccess(deps.env.metricsToken));
 
   app.route("/", healthRoutes());
   app.route("/", authHandlerRoutes());

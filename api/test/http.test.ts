@@ -1,9 +1,11 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
 
+const METRICS_TOKEN = randomBytes(32).toString("base64url");
 let t: TestApi;
 beforeAll(async () => {
-  t = await startTestApi();
+  t = await startTestApi({ METRICS_TOKEN });
 });
 afterAll(() => t?.close());
 
@@ -94,12 +96,43 @@ describe("the API's HTTP surface", () => {
   it("exposes Prometheus metrics labelled by route pattern", async () => {
     const client = t.client();
     await client.get("/health");
-    const metrics = expectStatus(await client.get("/metrics"), 200);
+    const metrics = expectStatus(
+      await client.get("/metrics", { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }),
+      200,
+    );
     expect(metrics.headers.get("content-type")).toContain("text/plain");
     expect(metrics.text).toMatch(
       /cubicle_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/,
     );
     expect(metrics.text).toContain("cubicle_http_request_duration_seconds_bucket");
     expect(metrics.text).toContain("process_resident_memory_bytes");
+  });
+
+  it("refuses /metrics without its bearer token, with a wrong one, and with the token in the URL", async () => {
+    const client = t.client();
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: `Bearer ${METRICS_TOKEN}x` },
+      { authorization: METRICS_TOKEN },
+    ];
+    for (const headers of attempts) {
+      const refused = expectStatus(await client.get("/metrics", { headers }), 401);
+      expect(refused.headers.get("content-type")).toContain("application/problem+json");
+      expect(refused.headers.get("www-authenticate")).toMatch(/^Bearer /);
+      expect(refused.json).toMatchObject({ status: 401, code: "METRICS_TOKEN_REQUIRED" });
+      expect(refused.text).not.toContain("process_resident_memory_bytes");
+    }
+    // A secret in a URL ends up in logs and histories: the query is never read.
+    expectStatus(await client.get(`/metrics?token=${METRICS_TOKEN}`), 401);
+  });
+
+  it("has no /metrics at all when no METRICS_TOKEN is configured", async () => {
+    const bare = await startTestApi();
+    try {
+      const missing = expectStatus(await bare.client().get("/metrics"), 404);
+      expect(missing.json).toMatchObject({ status: 404, code: "NOT_FOUND" });
+    } finally {
+      await bare.close();
+    }
   });
 });

@@ -21,6 +21,7 @@ import { buildWorld, type World } from "./support/world.ts";
  * control-lease notifications are proven on PGlite and on Postgres.
  */
 const key = randomBytes(32).toString("base64url");
+const METRICS_TOKEN = randomBytes(32).toString("base64url");
 let t: TestApi;
 let proxy: RunningProxy;
 let world: World;
@@ -40,6 +41,7 @@ beforeAll(async () => {
       CUBICLE_API_URL: t.api.url,
       PROXY_ALLOWED_ORIGINS: TRUSTED_ORIGIN,
       LOG_LEVEL: "silent",
+      METRICS_TOKEN,
     }),
   );
   world = await buildWorld(t, "screens");
@@ -407,7 +409,9 @@ describe("the screen proxy", () => {
   it("reports health and metrics: open sockets by mode, bytes each way, refusals by reason", async () => {
     const health = await fetch(`${proxy.url}/health`).then((r) => r.json());
     expect(health).toMatchObject({ ok: true, controlLeases: "followed" });
-    const text = await fetch(`${proxy.url}/metrics`).then((r) => r.text());
+    const text = await fetch(`${proxy.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    }).then((r) => r.text());
     expect(text).toMatch(/cubicle_proxy_open_sockets\{mode="view"\} \d+/);
     expect(text).toMatch(/cubicle_proxy_bytes_total\{direction="to_browser"\} [1-9]/);
     expect(text).toMatch(/cubicle_proxy_refusals_total\{reason="replayed"\} [1-9]/);

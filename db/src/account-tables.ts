@@ -107,6 +107,15 @@ export interface ApiKeyTable {
   metadata: string | null;
 }
 
+/** Better Auth's rate-limit counters (migration 0007): one per client address and auth path. */
+export interface RateLimitTable {
+  id: string;
+  key: string;
+  count: number;
+  /** Milliseconds since the epoch (int8, read as a number on both dialects). */
+  lastRequest: number;
+}
+
 export interface AccountTables {
   user: UserTable;
   session: SessionTable;
@@ -116,4 +125,5 @@ export interface AccountTables {
   member: MemberTable;
   invitation: InvitationTable;
   apikey: ApiKeyTable;
+  rateLimit: RateLimitTable;
 }

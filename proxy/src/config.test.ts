@@ -23,7 +23,9 @@ describe("proxy configuration", () => {
       PROXY_ALLOWED_ORIGINS: "https://cubicle.example.com/",
       CUBICLE_API_URL: "http://api:3100/",
       PROXY_MAX_SOCKETS_PER_IP: "4",
+      TRUSTED_PROXIES: "10.0.0.0/8, loopback",
     });
+    expect(config.trustedProxies).toEqual(["10.0.0.0/8", "loopback"]);
     expect(config.previousCapabilityKeys).toHaveLength(2);
     expect(config.allowedOrigins).toEqual(["https://cubicle.example.com"]);
     expect(config.apiUrl).toBe("http://api:3100");
@@ -38,14 +40,20 @@ describe("proxy configuration", () => {
         PROXY_PORT: "70000",
         PROXY_ALLOWED_ORIGINS: "cubicle.example.com",
         CUBICLE_API_URL: "ftp://x",
+        METRICS_TOKEN: "short-metrics-token",
+        TRUSTED_PROXIES: "10.0.0.0/8, proxy.example.com",
       });
     } catch (caught) {
       error = caught;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems).toHaveLength(4);
+    expect(problems).toHaveLength(6);
+    expect(problems).toContain(
+      'TRUSTED_PROXIES: "proxy.example.com" is not an IP address, a CIDR or one of loopback, linklocal, uniquelocal',
+    );
     expect(problems.join("\n")).not.toContain("short-secret-value");
+    expect(problems.join("\n")).not.toContain("short-metrics-token");
     expect(() => parseProxyConfig({})).toThrow(/SCREEN_CAPABILITY_KEY is not set/);
   });
 });

@@ -1,4 +1,5 @@
 import { type Env, envReader } from "@cubicle/config";
+import proxyAddr from "proxy-addr";
 
 export interface ProxyConfig {
   readonly host: string;
@@ -10,12 +11,19 @@ export interface ProxyConfig {
   readonly apiUrl: string;
   /** Browser origins that may open screen sockets; a request without Origin is not a browser's. */
   readonly allowedOrigins: readonly string[];
+  /**
+   * Proxies in front of this one (e.g. a TLS terminator) whose X-Forwarded-For is believed:
+   * addresses, CIDRs, or loopback / linklocal / uniquelocal. Empty: a socket's address is its peer's.
+   */
+  readonly trustedProxies: readonly string[];
   readonly maxSocketsPerIp: number;
   readonly maxSocketsPerSubject: number;
   /** A socket with no bytes either way for this long is closed. */
   readonly idleTimeoutMs: number;
   /** The largest WebSocket message or RFB client message accepted from a browser. */
   readonly maxFrameBytes: number;
+  /** The bearer token /metrics asks for; unset, there is no /metrics. Never logged. */
+  readonly metricsToken: string | undefined;
   readonly logLevel: string;
 }
 
@@ -37,6 +45,10 @@ export function parseProxyConfig(source: Env): ProxyConfig {
   if (previousCapabilityKeys.some((key) => key.length < MIN_KEY_LENGTH))
     env.problem(`SCREEN_CAPABILITY_PREVIOUS_KEYS has a key shorter than ${MIN_KEY_LENGTH} characters`);
 
+  const metricsToken = env.string("METRICS_TOKEN");
+  if (metricsToken !== undefined && metricsToken.length < MIN_KEY_LENGTH)
+    env.problem(`METRICS_TOKEN is shorter than ${MIN_KEY_LENGTH} characters`);
+
   const apiUrl = env.string("CUBICLE_API_URL") ?? "http://127.0.0.1:3100";
   if (!isHttpUrl(apiUrl)) env.problem(`CUBICLE_API_URL must be an http(s) URL (got "${apiUrl}")`);
 
@@ -44,6 +56,13 @@ export function parseProxyConfig(source: Env): ProxyConfig {
   for (const origin of allowedOrigins)
     if (!isOrigin(origin))
       env.problem(`PROXY_ALLOWED_ORIGINS: "${origin}" is not a bare origin like https://cubicle.example.com`);
+
+  const trustedProxies = env.list("TRUSTED_PROXIES");
+  for (const proxy of trustedProxies)
+    if (!isProxyAddress(proxy))
+      env.problem(
+        `TRUSTED_PROXIES: "${proxy}" is not an IP address, a CIDR or one of loopback, linklocal, uniquelocal`,
+      );
 
   const logLevel = env.string("LOG_LEVEL") ?? "info";
   if (!LOG_LEVELS.includes(logLevel)) env.problem(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
@@ -58,10 +77,12 @@ export function parseProxyConfig(source: Env): ProxyConfig {
       allowedOrigins.length > 0
         ? allowedOrigins.filter(isOrigin).map((o) => new URL(o).origin)
         : DEFAULT_ORIGINS,
+    trustedProxies,
     maxSocketsPerIp: env.integer("PROXY_MAX_SOCKETS_PER_IP", 32, 1, 100_000),
     maxSocketsPerSubject: env.integer("PROXY_MAX_SOCKETS_PER_SUBJECT", 16, 1, 100_000),
     idleTimeoutMs: env.integer("PROXY_IDLE_TIMEOUT_MS", 900_000, 1_000, 86_400_000),
     maxFrameBytes: env.integer("PROXY_MAX_FRAME_BYTES", 262_144, 1_024, 16_777_216),
+    metricsToken,
     logLevel,
   };
   env.assertValid();
@@ -72,6 +93,15 @@ function isHttpUrl(value: string): boolean {
   try {
     const url = new URL(value);
     return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+function isProxyAddress(value: string): boolean {
+  try {
+    proxyAddr.compile(value);
+    return true;
   } catch {
     return false;
   }

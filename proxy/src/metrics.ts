@@ -1,3 +1,5 @@
+import { BearerToken } from "@cubicle/config";
+import type { Handler } from "hono";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { ScreenMode } from "./capability/index.ts";
 
@@ -38,4 +40,16 @@ export class ProxyMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: "cubicle_proxy_" });
     for (const mode of ["view", "control"] satisfies ScreenMode[]) this.openSockets.set({ mode }, 0);
   }
+}
+
+/**
+ * GET /metrics answers only to `Authorization: Bearer <METRICS_TOKEN>`: the proxy's port faces
+ * browsers. Anyone else, and everyone when no token is configured, gets the proxy's bare 404.
+ */
+export function metricsHandler(metrics: ProxyMetrics, token: string | undefined): Handler {
+  const expected = token === undefined ? undefined : new BearerToken(token);
+  return async (c) => {
+    if (!expected?.matches(c.req.header("authorization"))) return c.body(null, 404);
+    return c.body(await metrics.registry.metrics(), 200, { "content-type": metrics.registry.contentType });
+  };
 }

@@ -4,6 +4,7 @@ import type { Duplex } from "node:stream";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
 import pino, { type Logger } from "pino";
+import proxyAddr from "proxy-addr";
 import { WebSocketServer } from "ws";
 import { ApiLink } from "./api-link/api-link.ts";
 import { ControlLeaseWatch } from "./api-link/control-leases.ts";
@@ -16,7 +17,7 @@ import {
   verifyCapability,
 } from "./capability/index.ts";
 import type { ProxyConfig } from "./config.ts";
-import { ProxyMetrics } from "./metrics.ts";
+import { metricsHandler, ProxyMetrics } from "./metrics.ts";
 import { originAllowed, SocketLimit, tokenFromProtocols } from "./sockets/admission.ts";
 import { ScreenSocket } from "./sockets/screen-socket.ts";
 
@@ -57,6 +58,9 @@ export async function startProxy(
   const watch = new ControlLeaseWatch(link, logger);
   const metrics = new ProxyMetrics();
   const perIp = new SocketLimit(config.maxSocketsPerIp);
+  // The api's rule (TRUSTED_PROXIES): the peer, unless it is a configured proxy of ours.
+  const trustedProxies = proxyAddr.compile([...config.trustedProxies]);
+  const clientIp = (request: IncomingMessage) => proxyAddr(request, trustedProxies);
   const perSubject = new SocketLimit(config.maxSocketsPerSubject);
   const sockets = new Set<ScreenSocket>();
 
@@ -71,9 +75,7 @@ export async function startProxy(
         },
       }),
     )
-    .get("/metrics", async (c) =>
-      c.body(await metrics.registry.metrics(), 200, { "content-type": metrics.registry.contentType }),
-    )
+    .get("/metrics", metricsHandler(metrics, config.metricsToken))
     .all("*", (c) => c.body(null, 404));
 
   const wss = new WebSocketServer({
@@ -100,13 +102,13 @@ export async function startProxy(
   /** Unauthorised callers learn nothing: every refusal is the same bare 404. */
   function refuse(socket: Duplex, reason: string, request: IncomingMessage) {
     metrics.refusals.inc({ reason });
-    logger.info({ reason, ip: request.socket.remoteAddress }, "screen socket refused");
+    logger.info({ reason, ip: clientIp(request) }, "screen socket refused");
     socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
     socket.destroy();
   }
 
   async function admit(request: IncomingMessage, socket: Duplex, head: Buffer) {
-    const ip = request.socket.remoteAddress ?? "unknown";
+    const ip = clientIp(request);
     if (new URL(request.url ?? "/", "http://proxy").pathname !== SCREEN_PATH)
       return refuse(socket, "path", request);
     if (!originAllowed(request.headers.origin, config.allowedOrigins))

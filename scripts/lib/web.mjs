@@ -44,16 +44,10 @@ export function ensureWebBuilt() {
   writeFileSync(FINGERPRINT, current);
 }
 
-/** The command that serves the built dashboard: [executable, ...args]. */
+/**
+ * The command that serves the built dashboard: [executable, ...args]. Its own server (web/server.mjs)
+ * rather than `next start`, so that it knows the address each browser connects from.
+ */
 export function webServerCommand(port, host) {
-  return [
-    process.execPath,
-    join(root, "node_modules", "next", "dist", "bin", "next"),
-    "start",
-    WEB_DIR,
-    "-p",
-    String(port),
-    "-H",
-    host,
-  ];
+  return [process.execPath, join(WEB_DIR, "server.mjs"), "--port", String(port), "--hostname", host];
 }

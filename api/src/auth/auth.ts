@@ -37,7 +37,12 @@ export function createAuth({ db, env, secret, audit, logger }: AuthOptions) {
     basePath: AUTH_BASE_PATH,
     trustedOrigins: [...env.trustedOrigins],
     emailAndPassword: { enabled: true, minPasswordLength: 10, maxPasswordLength: 256 },
+    // The only address Better Auth sees is the client's as request-context.ts decided it
+    // (TRUSTED_PROXIES): a browser's own forwarding headers never reach it.
     advanced: { ipAddress: { ipAddressHeaders: [CLIENT_IP_HEADER] } },
+    // Tries are counted in the database (table rateLimit, per client address and path), so all
+    // replicas of the api share one count; Better Auth's rules: 3 sign-ins or sign-ups in 10 s.
+    rateLimit: { enabled: env.authRateLimit, storage: "database" },
     telemetry: { enabled: false },
     logger: {
       level: "warn",

@@ -47,7 +47,11 @@ async function asProblem(c: Context<AppEnv>, response: Response): Promise<Respon
   const code = typeof body.code === "string" && body.code ? body.code : `AUTH_${response.status}`;
   const detail = typeof body.message === "string" ? body.message : undefined;
   const status = response.status as ConstructorParameters<typeof HttpProblem>[0];
-  return problemResponse(c, new HttpProblem(status, code, detail));
+  const problem = problemResponse(c, new HttpProblem(status, code, detail));
+  // Better Auth's rate limit says when to try again in a header of its own; HTTP's is Retry-After.
+  const retryAfter = response.headers.get("x-retry-after");
+  if (retryAfter) problem.headers.set("retry-after", retryAfter);
+  return problem;
 }
 
 const Credentials = z.object({ email: z.string().email(), password: z.string().min(10).max(256) });

@@ -24,7 +24,9 @@ describe("parseEnv defaults", () => {
       publicUrl: "http://127.0.0.1:3100",
       trustedOrigins: ["http://127.0.0.1:3100", "http://127.0.0.1:3000", "http://localhost:3000"],
       logLevel: "info",
-      trustProxy: false,
+      trustedProxies: [],
+      metricsToken: undefined,
+      authRateLimit: true,
       betterAuthSecret: undefined,
       encryptionKey: undefined,
       previousEncryptionKeys: [],
@@ -132,9 +134,22 @@ describe("parseEnv overrides", () => {
     expect(parseEnv({ LOG_LEVEL: "silent" }).logLevel).toBe("silent");
   });
 
-  it("reads TRUST_PROXY", () => {
-    expect(parseEnv({ TRUST_PROXY: "true" }).trustProxy).toBe(true);
-    expect(parseEnv({ TRUST_PROXY: "false" }).trustProxy).toBe(false);
+  it("reads TRUSTED_PROXIES: addresses, CIDRs and proxy-addr's named ranges", () => {
+    const env = parseEnv({ TRUSTED_PROXIES: " 10.0.0.0/8, loopback,2001:db8::1 ,192.0.2.7" });
+    expect(env.trustedProxies).toEqual(["10.0.0.0/8", "loopback", "2001:db8::1", "192.0.2.7"]);
+    expect(Object.isFrozen(env.trustedProxies)).toBe(true);
+  });
+
+  it("accepts TRUST_PROXY=false, which is what no TRUSTED_PROXIES means", () => {
+    expect(parseEnv({ TRUST_PROXY: "false" }).trustedProxies).toEqual([]);
+  });
+
+  it("reads METRICS_TOKEN and AUTH_RATE_LIMIT, which is off by default only for tests", () => {
+    expect(parseEnv({ METRICS_TOKEN: "m".repeat(32) }).metricsToken).toBe("m".repeat(32));
+    expect(parseEnv({ NODE_ENV: "development" }).authRateLimit).toBe(true);
+    expect(parseEnv({ NODE_ENV: "test" }).authRateLimit).toBe(false);
+    expect(parseEnv({ NODE_ENV: "test", AUTH_RATE_LIMIT: "on" }).authRateLimit).toBe(true);
+    expect(parseEnv({ AUTH_RATE_LIMIT: "off" }).authRateLimit).toBe(false);
   });
 
   it("keeps raw secret inputs and splits previous keys", () => {
@@ -166,7 +181,13 @@ describe("parseEnv errors", () => {
     ],
     [{ TRUSTED_ORIGINS: "example.com" }, 'TRUSTED_ORIGINS: "example.com"'],
     [{ LOG_LEVEL: "verbose" }, "LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent"],
-    [{ TRUST_PROXY: "yes" }, 'TRUST_PROXY: must be "true" or "false"'],
+    [{ TRUST_PROXY: "true" }, "TRUST_PROXY: is replaced by TRUSTED_PROXIES"],
+    [
+      { TRUSTED_PROXIES: "10.0.0.1, 10.0.0.0/33, proxy.example.com" },
+      'TRUSTED_PROXIES: "10.0.0.0/33", "proxy.example.com": must be an IP address, a CIDR',
+    ],
+    [{ METRICS_TOKEN: "short" }, "METRICS_TOKEN: must be at least 32 characters"],
+    [{ AUTH_RATE_LIMIT: "yes" }, 'AUTH_RATE_LIMIT: must be "on" or "off"'],
   ])("rejects %o", (source, expected) => {
     const error = errorOf(source);
     expect(error.message).toContain(expected);
@@ -174,13 +195,17 @@ describe("parseEnv errors", () => {
   });
 
   it("names every bad variable, one per line", () => {
-    const error = errorOf({ PORT: "-1", LOG_LEVEL: "loud", TRUST_PROXY: "1" });
+    const error = errorOf({ PORT: "-1", LOG_LEVEL: "loud", TRUSTED_PROXIES: "nowhere" });
     expect(error.message.split("\n")).toEqual([
       "PORT: must be an integer between 1 and 65535",
       "LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent",
-      'TRUST_PROXY: must be "true" or "false"',
+      `TRUSTED_PROXIES: "nowhere": must be an IP address, a CIDR (10.0.0.0/8) or one of loopback, linklocal, uniquelocal`,
     ]);
     expect(error.name).toBe("ConfigError");
+  });
+
+  it("does not echo METRICS_TOKEN, a secret", () => {
+    expect(errorOf({ METRICS_TOKEN: "hunter2" }).message).not.toContain("hunter2");
   });
 
   it("does not echo DATABASE_URL, which may hold a password", () => {

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { ConfigError } from "@cubicle/config";
 import { PROVIDER_KINDS, type ProviderKind } from "@cubicle/providers/contract";
+import proxyAddr from "proxy-addr";
 import { z } from "zod";
 
 export { ConfigError };
@@ -20,7 +21,15 @@ export interface ApiEnv {
   readonly publicUrl: string;
   readonly trustedOrigins: readonly string[];
   readonly logLevel: LogLevel;
-  readonly trustProxy: boolean;
+  /**
+   * Peers whose X-Forwarded-For is believed (addresses, CIDRs, or proxy-addr's names `loopback`,
+   * `linklocal`, `uniquelocal`); empty: every request's client is the peer itself.
+   */
+  readonly trustedProxies: readonly string[];
+  /** The bearer token /metrics asks for; unset, there is no /metrics. A secret: never logged. */
+  readonly metricsToken: string | undefined;
+  /** Whether Better Auth's sign-in/sign-up limits apply (kept in the database, per client address). */
+  readonly authRateLimit: boolean;
   readonly betterAuthSecret: string | undefined;
   readonly encryptionKey: string | undefined;
   readonly previousEncryptionKeys: readonly string[];
@@ -142,6 +151,19 @@ function wholeNumber(fallback: number, min: number, max: number) {
 const CONTROL_LEASE_MS = { default: 900_000, min: 10_000, testMin: 1_000, max: 4 * 3_600_000 };
 const SESSION_LEASE_MS = { default: 60_000, min: 10_000, testMin: 1_000, max: 3_600_000 };
 
+const TRUSTED_PROXY_RULE =
+  "must be an IP address, a CIDR (10.0.0.0/8) or one of loopback, linklocal, uniquelocal";
+const MIN_METRICS_TOKEN_LENGTH = 32;
+
+function isProxyAddress(value: string): boolean {
+  try {
+    proxyAddr.compile(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const ORIGIN_RULE = "must be an http(s) origin without path, query or credentials (e.g. https://example.com)";
 
 const schema = z
@@ -202,12 +224,39 @@ const schema = z
       trimOrUnset,
       z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
     ),
+    // "true" used to believe any peer's X-Forwarded-For: such a setting must not be ignored silently
+    // ("false" says what no TRUSTED_PROXIES now means).
     TRUST_PROXY: optionalTrimmed.transform((v, ctx) => {
-      if (v === undefined || v === "false") return false;
-      if (v === "true") return true;
-      ctx.addIssue({ code: "custom", message: 'must be "true" or "false"' });
+      if (v === undefined || v === "false") return;
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "is replaced by TRUSTED_PROXIES: list the addresses or CIDRs of your proxies (or leave both unset)",
+      });
       return z.NEVER;
     }),
+    TRUSTED_PROXIES: optionalTrimmed.transform((v, ctx) => {
+      const items = splitList(v);
+      const invalid = items.filter((item) => !isProxyAddress(item));
+      if (invalid.length > 0) {
+        const list = invalid.map((item) => JSON.stringify(item)).join(", ");
+        ctx.addIssue({ code: "custom", message: `${list}: ${TRUSTED_PROXY_RULE}` });
+        return z.NEVER;
+      }
+      return items;
+    }),
+    METRICS_TOKEN: optionalTrimmed.transform((v, ctx) => {
+      if (v !== undefined && v.length < MIN_METRICS_TOKEN_LENGTH) {
+        // a secret: the message must not echo it
+        ctx.addIssue({ code: "custom", message: `must be at least ${MIN_METRICS_TOKEN_LENGTH} characters` });
+        return z.NEVER;
+      }
+      return v;
+    }),
+    AUTH_RATE_LIMIT: z.preprocess(
+      trimOrUnset,
+      z.enum(["on", "off"], { error: 'must be "on" or "off"' }).optional(),
+    ),
     // Secrets are validated in secrets.ts, where the development fallback lives.
     BETTER_AUTH_SECRET: optionalTrimmed,
     ENCRYPTION_KEY: optionalTrimmed,
@@ -302,7 +351,10 @@ const schema = z
       publicUrl,
       trustedOrigins: Object.freeze(trustedOrigins),
       logLevel: raw.LOG_LEVEL,
-      trustProxy: raw.TRUST_PROXY,
+      trustedProxies: Object.freeze(raw.TRUSTED_PROXIES),
+      metricsToken: raw.METRICS_TOKEN,
+      // Tests sign in many people from one address in seconds; they turn it on where they test it.
+      authRateLimit: (raw.AUTH_RATE_LIMIT ?? (raw.NODE_ENV === "test" ? "off" : "on")) === "on",
       betterAuthSecret: raw.BETTER_AUTH_SECRET,
       encryptionKey: raw.ENCRYPTION_KEY,
       previousEncryptionKeys: Object.freeze(raw.ENCRYPTION_KEYS_PREVIOUS),

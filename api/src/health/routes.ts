@@ -1,5 +1,6 @@
 import { PROVIDER_KINDS } from "@cubicle/providers/contract";
 import { createRoute, z } from "@hono/zod-openapi";
+import { ProblemSchema } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 
 const HealthSchema = z
@@ -36,9 +37,19 @@ const metrics = createRoute({
   method: "get",
   path: "/metrics",
   summary: "Prometheus metrics",
+  description:
+    "Answers only to `Authorization: Bearer <METRICS_TOKEN>`; a deployment without METRICS_TOKEN has no /metrics.",
   tags: ["Operations"],
   responses: {
     200: { description: "Prometheus text format", content: { "text/plain": { schema: z.string() } } },
+    401: {
+      description: "No or another bearer token (METRICS_TOKEN_REQUIRED)",
+      content: { "application/problem+json": { schema: ProblemSchema } },
+    },
+    404: {
+      description: "METRICS_TOKEN is not configured (NOT_FOUND)",
+      content: { "application/problem+json": { schema: ProblemSchema } },
+    },
   },
 });
 

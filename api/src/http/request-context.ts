@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { getConnInfo } from "@hono/node-server/conninfo";
+import type { HttpBindings } from "@hono/node-server";
 import type { MiddlewareHandler } from "hono";
 import { requestId as honoRequestId } from "hono/request-id";
+import proxyAddr from "proxy-addr";
 
 /**
  * What code far from the handler (Better Auth hooks, the audit log) needs to know about the
@@ -23,24 +24,26 @@ export const requestIds = (): MiddlewareHandler =>
   // Hono keeps a caller's X-Request-Id only when it is short and plain, so logs cannot be forged.
   honoRequestId({ headerName: "X-Request-Id", generator: () => crypto.randomUUID() });
 
-export function requestContext(options: { trustProxy: boolean }): MiddlewareHandler {
+/**
+ * The client of a request is the peer that connected, unless that peer is one of
+ * `trustedProxies` (TRUSTED_PROXIES): then X-Forwarded-For is read from the right, through every
+ * trusted hop, to the first address no trusted proxy vouches for. What is left of it was written by
+ * someone we do not trust (the browser), so it is never read. The dashboard's server is such a proxy:
+ * it sends the address it saw the browser connect from (web/server.mjs).
+ */
+export function requestContext(options: { trustedProxies: readonly string[] }): MiddlewareHandler {
+  const trusted = proxyAddr.compile([...options.trustedProxies]);
   return async (c, next) => {
-    const ip = clientIp(c, options.trustProxy);
+    const ip = clientIp(c, trusted);
     c.req.raw.headers.delete(CLIENT_IP_HEADER);
     if (ip) c.req.raw.headers.set(CLIENT_IP_HEADER, ip);
     await storage.run({ requestId: c.get("requestId"), ip }, next);
   };
 }
 
-function clientIp(c: Parameters<MiddlewareHandler>[0], trustProxy: boolean): string | null {
-  if (trustProxy) {
-    const forwarded = c.req.header("x-forwarded-for")?.split(",")[0]?.trim();
-    if (forwarded) return forwarded;
-  }
-  try {
-    return getConnInfo(c).remote.address ?? null;
-  } catch {
-    // app.request() in tests has no socket.
-    return null;
-  }
+function clientIp(c: Parameters<MiddlewareHandler>[0], trusted: ReturnType<typeof proxyAddr.compile>) {
+  const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
+  // app.request() in tests has no socket.
+  if (!incoming?.socket.remoteAddress) return null;
+  return proxyAddr(incoming, trusted);
 }

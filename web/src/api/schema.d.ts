@@ -56,7 +56,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description Answers only to `Authorization: Bearer <METRICS_TOKEN>`; a deployment without METRICS_TOKEN has no /metrics.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -73,6 +76,24 @@ export interface paths {
                     };
                     content: {
                         "text/plain": string;
+                    };
+                };
+                /** @description No or another bearer token (METRICS_TOKEN_REQUIRED) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description METRICS_TOKEN is not configured (NOT_FOUND) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
             };
@@ -5984,11 +6005,6 @@ export interface components {
             /** @description Why `sandbox` differs from `configured`. */
             sandboxNote: string | null;
         };
-        User: {
-            id: string;
-            email: string;
-            name: string;
-        };
         Problem: {
             /** @example https://cubicle.dev/problems/workspace-not-found */
             type: string;
@@ -6003,6 +6019,11 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+        };
+        User: {
+            id: string;
+            email: string;
+            name: string;
         };
         Me: {
             /** @enum {string} */

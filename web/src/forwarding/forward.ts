@@ -1,7 +1,15 @@
 import { apiOrigin } from "./api-origin.ts";
+import { clientAddress } from "./client-address.ts";
 
-// Hop-by-hop headers, and those the api must compute itself, are not passed along.
+// Hop-by-hop headers, and those the api must compute itself, are not passed along. Forwarding
+// headers are what the browser claims about itself: the dashboard states the address it saw instead.
 const DROPPED_REQUEST_HEADERS = [
+  "forwarded",
+  "x-forwarded-for",
+  "x-forwarded-host",
+  "x-forwarded-port",
+  "x-forwarded-proto",
+  "x-real-ip",
   "host",
   "connection",
   "keep-alive",
@@ -28,12 +36,15 @@ const DROPPED_RESPONSE_HEADERS = [
 /**
  * Forwards a browser request to the api unchanged: method, path, query, body (streamed), cookies and
  * the Origin header (the api checks it on cookie-authenticated changes). The dashboard and the api
- * so share one origin in the browser, and the session cookie never leaves it.
+ * so share one origin in the browser, and the session cookie never leaves it. The browser's address
+ * goes along as X-Forwarded-For, which the api believes from the dashboard (TRUSTED_PROXIES).
  */
 export async function forwardToApi(request: Request): Promise<Response> {
   const incoming = new URL(request.url);
   const headers = new Headers(request.headers);
   for (const name of DROPPED_REQUEST_HEADERS) headers.delete(name);
+  const client = clientAddress();
+  if (client) headers.set("x-forwarded-for", client);
   const hasBody = request.method !== "GET" && request.method !== "HEAD";
   let upstream: Response;
   try {

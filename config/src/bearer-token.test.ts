@@ -1,14 +1,13 @@
-import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { bearerMatches } from "./auth.ts";
+import { BearerToken } from "./bearer-token.ts";
 
 const TOKEN = "0123456789abcdef0123456789abcdef";
-const expected = createHash("sha256").update(TOKEN).digest();
+const token = new BearerToken(TOKEN);
 
-describe("bearerMatches", () => {
+describe("BearerToken", () => {
   it("accepts exactly the token as a Bearer credential", () => {
-    expect(bearerMatches(expected, `Bearer ${TOKEN}`)).toBe(true);
-    expect(bearerMatches(expected, `bearer ${TOKEN}`)).toBe(true);
+    expect(token.matches(`Bearer ${TOKEN}`)).toBe(true);
+    expect(token.matches(`bearer ${TOKEN}`)).toBe(true);
   });
 
   it.each([
@@ -21,6 +20,6 @@ describe("bearerMatches", () => {
     `Bearer ${TOKEN} extra`,
     "Bearer ",
   ])("refuses %j", (header) => {
-    expect(bearerMatches(expected, header)).toBe(false);
+    expect(token.matches(header)).toBe(false);
   });
 });
