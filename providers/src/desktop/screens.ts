@@ -285,7 +285,9 @@ export class ScreenManager {
     for (let attempt = 0; attempt < 3; attempt++) {
       if (cancelled()) return;
       const port = await freePort();
-      const child = spawn(x11vnc, [...vncArgs(screen.display, port, passwordFile), "-viewonly"], {
+      // a viewer sees the screen and nothing else: no input, and no clipboard either way (-nosel:
+      // x11vnc neither sends PRIMARY, CLIPBOARD or the cut buffer nor sets them from a viewer)
+      const child = spawn(x11vnc, [...vncArgs(screen.display, port, passwordFile), "-viewonly", "-nosel"], {
         cwd: machine.files.home,
         env,
         detached: true,
