@@ -44,6 +44,12 @@ export interface RfbBridgeOptions {
   onDropped?(messageType: number): void;
   /** Aborting closes both sides. */
   signal?: AbortSignal;
+  /**
+   * Closes the browser's side when the bridge cuts it off (any end but a side closing by itself);
+   * by default its stream is destroyed. An owner that can tell the browser why, a WebSocket with
+   * its close code, does it here: destroying the stream would cut the socket without a close frame.
+   */
+  closeBrowser?(end: RfbBridgeEnd): void;
 }
 
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -174,7 +180,8 @@ class Bridge {
     this.#options.signal?.removeEventListener("abort", this.#onAbort);
     for (const reader of this.#readers) reader.cancel("bridge ended");
 
-    const { browser, target } = this.#options;
+    const { browser, target, closeBrowser } = this.#options;
+    const end: RfbBridgeEnd = detail === undefined ? { reason } : { reason, detail };
     // When one side leaves, the other still gets what was already relayed to it; otherwise cut both.
     if (reason === "browser-closed") {
       browser.destroy();
@@ -183,10 +190,11 @@ class Bridge {
       target.destroy();
       closeGently(browser);
     } else {
-      browser.destroy();
       target.destroy();
+      if (closeBrowser) closeBrowser(end);
+      else browser.destroy();
     }
-    this.#resolve(detail === undefined ? { reason } : { reason, detail });
+    this.#resolve(end);
   }
 }
 
