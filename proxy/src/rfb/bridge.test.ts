@@ -296,6 +296,24 @@ describe("bridgeRfb relay", () => {
     expect(counters.client).toBe(1 + 10);
   });
 
+  it("withholds the server's cut texts from a viewer, between its updates, and relays them to a controller", async () => {
+    const update = Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4]); // one Raw pixel
+    const cutText = Buffer.concat([Buffer.from([3, 0, 0, 0]), text("secret")]);
+    const extended = Buffer.concat([Buffer.from([3, 0, 0, 0]), u32(-8 >>> 0), u32(0x10000001), u32(0)]);
+    for (const mode of ["view", "control"] as const) {
+      const { client, target, counters } = await connected({ mode });
+      target.write(Buffer.concat([update, cutText, update, extended, Buffer.from([2])]));
+      const types: string[] = [];
+      for (let i = 0; i < (mode === "view" ? 3 : 5); i++) types.push((await client.readMessage()).type);
+      if (mode === "view") {
+        expect(types).toEqual(["framebuffer-update", "framebuffer-update", "bell"]);
+        expect(counters.server).toBe(24 + 12 + 2 * update.length + 1);
+      } else {
+        expect(types).toEqual(["framebuffer-update", "cut-text", "framebuffer-update", "cut-text", "bell"]);
+      }
+    }
+  });
+
   it("forwards client messages sent before ServerInit, after ClientInit", async () => {
     const { browser, target } = setup();
     const serving = fakeVncServer(target);

@@ -1,7 +1,8 @@
 /**
  * Joins a browser's RFB session to a VNC server. The proxy authenticates to the server itself, lets the
- * browser in with security type None (its capability already vouched for it), relays the server's
- * output untouched and frames the browser's messages so that a `view` session cannot send input.
+ * browser in with security type None (its capability already vouched for it) and frames the browser's
+ * messages so that a `view` session cannot send input. The server's output goes to a `control`
+ * session untouched; for a `view` session it is framed too, to withhold the clipboard.
  *
  *   browser ──(RFB, None)── bridge ──(RFB, VNC Authentication)── target
  */
@@ -9,6 +10,7 @@ import type { Duplex } from "node:stream";
 import { ByteReader } from "./byte-reader.ts";
 import { ClientMessageFilter } from "./client-messages.ts";
 import { HandshakeFailure, handshakeBrowser, handshakeTarget, readServerInit } from "./handshake.ts";
+import { pixelSizes, ServerMessageFilter } from "./server-messages.ts";
 
 export type RfbBridgeEndReason =
   | "browser-closed"
@@ -17,7 +19,9 @@ export type RfbBridgeEndReason =
   | "target-auth-failed"
   | "handshake-failed"
   | "aborted"
-  | "message-too-large";
+  | "message-too-large"
+  /** A `view` session's server sent what the proxy cannot frame. */
+  | "target-violation";
 
 export interface RfbBridgeEnd {
   reason: RfbBridgeEndReason;
@@ -72,6 +76,8 @@ class Bridge {
   /** Sources paused until the other side drains. */
   readonly #throttled = new Set<Duplex>();
   readonly #filter: ClientMessageFilter;
+  /** `view` mode only: made from ServerInit's pixel format. */
+  #serverFilter: ServerMessageFilter | undefined;
 
   constructor(options: RfbBridgeOptions, resolve: (end: RfbBridgeEnd) => void) {
     this.#options = options;
@@ -79,6 +85,7 @@ class Bridge {
     this.#filter = new ClientMessageFilter({
       mode: options.mode,
       maxMessageBytes: options.maxClientMessageBytes,
+      onPixelFormat: (sizes) => this.#serverFilter?.usePixelSizes(sizes),
     });
   }
 
@@ -116,6 +123,11 @@ class Bridge {
     const serverInit = await readServerInit(fromTarget);
     if (this.#ended) return;
     clearTimeout(this.#handshakeTimer);
+    if (this.#options.mode === "view") {
+      const sizes = pixelSizes(serverInit.subarray(4, 20));
+      if (!sizes) throw new HandshakeFailure("handshake-failed", "target sent an invalid pixel format");
+      this.#serverFilter = new ServerMessageFilter(sizes);
+    }
 
     this.#readers = [];
     this.#relaying = true;
@@ -123,7 +135,8 @@ class Bridge {
     const earlyFromBrowser = fromBrowser.release();
     target.on("data", this.#onTargetData);
     browser.on("data", this.#onBrowserData);
-    this.#onTargetData(Buffer.concat([serverInit, earlyFromTarget]));
+    this.#toBrowser(serverInit);
+    if (earlyFromTarget.length > 0) this.#onTargetData(earlyFromTarget);
     if (earlyFromBrowser.length > 0) this.#onBrowserData(earlyFromBrowser);
     if (this.#ended) return;
     for (const source of [target, browser]) if (!this.#throttled.has(source)) source.resume();
@@ -131,9 +144,22 @@ class Bridge {
 
   readonly #onTargetData = (chunk: Buffer): void => {
     if (this.#ended) return;
-    this.#options.onServerBytes?.(chunk.length);
-    this.#write(this.#options.target, this.#options.browser, chunk);
+    if (!this.#serverFilter) {
+      this.#toBrowser(chunk);
+      return;
+    }
+    const result = this.#serverFilter.push(chunk);
+    if ("violation" in result) {
+      this.#finish("target-violation", result.violation);
+      return;
+    }
+    for (const step of result.steps) if ("forward" in step) this.#toBrowser(step.forward);
   };
+
+  #toBrowser(data: Buffer): void {
+    this.#options.onServerBytes?.(data.length);
+    this.#write(this.#options.target, this.#options.browser, data);
+  }
 
   readonly #onBrowserData = (chunk: Buffer): void => {
     if (this.#ended) return;
