@@ -370,10 +370,13 @@ export class ScreenManager {
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
       stillWanted();
-      // no -viewonly: this server passes keyboard and pointer input to the screen
+      // no -viewonly: this server passes keyboard and pointer input (and the clipboard) to the
+      // screen. X11VNC_AVOID_WINDOWS=never: x11vnc would otherwise wait up to 45 s after each new
+      // client (for a display manager, which a screen here never has) before it can own the
+      // clipboard, so a paste right after taking control would be lost.
       const child = spawn(x11vnc, vncArgs(screen.display, port, passwordFile), {
         cwd: machine.files.home,
-        env,
+        env: { ...env, X11VNC_AVOID_WINDOWS: "never" },
         detached: true,
         stdio: ["ignore", "ignore", "pipe"],
       });
