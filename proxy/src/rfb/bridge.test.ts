@@ -347,6 +347,27 @@ describe("bridgeRfb relay", () => {
     });
   });
 
+  it("leaves closing the browser side to closeBrowser when it cuts it off, so its owner can say why", async () => {
+    const closed: RfbBridgeEnd[] = [];
+    const { client, ended, proxyBrowserSide, proxyTargetSide } = await connected({
+      closeBrowser: (end) => closed.push(end),
+    });
+    client.send(Buffer.from([99]));
+    const end = await ended;
+    expect(closed).toEqual([end]);
+    expect(proxyTargetSide.destroyed).toBe(true);
+    expect(proxyBrowserSide.destroyed).toBe(false);
+  });
+
+  it("ends a view session with target-violation when its server sends what it cannot frame", async () => {
+    const { target, ended } = await connected({ mode: "view" });
+    target.write(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 21])); // a JPEG rectangle
+    expect(await ended).toEqual({
+      reason: "target-violation",
+      detail: "the screen sent what a view session cannot frame: rectangle encoding 21",
+    });
+  });
+
   it("ends with target-closed and lets the browser read what was sent before", async () => {
     const { client, target, ended } = await connected();
     target.end(Buffer.from([2, 2]));
