@@ -427,6 +427,27 @@ describe("the screen proxy", () => {
     }
   });
 
+  it("closes a socket whose screen went away with 1000 and a reason, after what the screen sent", async () => {
+    const { provider, ref } = await machineFor(t, computer);
+    const view = await provider.openScreen(ref, 0);
+    if (view.kind !== "vnc") throw new Error("the desktop provider gives VNC targets");
+    // a vendor's screen socket in front of the real one, so that the test can take the screen away
+    const vendor = await startVendorScreen(view, "goes-away");
+    const { token } = await mintCapability(new CapabilityKeyring({ current: key }), {
+      subject: "user:screen-goes",
+      workspaceId: world.workspaceId,
+      computerId: computer.id,
+      screen: 0,
+      mode: "view",
+      target: { kind: "vendor-websocket", url: vendor.url, password: view.password },
+    });
+    const screen = await openScreenSocket(proxy.url, token, { origin: TRUSTED_ORIGIN });
+    screen.rfb.requestUpdate();
+    expect((await screen.rfb.readUpdate()).length).toBeGreaterThan(0);
+    await vendor.close();
+    expect(await screen.closedWith).toEqual({ code: 1000, reason: "screen closed" });
+  });
+
   it("counts an open screen socket as use of its computer (so it is not idle)", async () => {
     const db = t.database.db;
     // a minute ago: long enough to see the touch, not so long that the idle job (SANDBOX_IDLE_MS,

@@ -49,9 +49,11 @@ export interface RfbBridgeOptions {
   /** Aborting closes both sides. */
   signal?: AbortSignal;
   /**
-   * Closes the browser's side when the bridge cuts it off (any end but a side closing by itself);
-   * by default its stream is destroyed. An owner that can tell the browser why, a WebSocket with
-   * its close code, does it here: destroying the stream would cut the socket without a close frame.
+   * Closes the browser's side when the bridge ends for any reason but the browser leaving: when the
+   * target went away, once what it sent has been written to the browser (or after a grace period);
+   * otherwise at once. By default the stream is ended or destroyed. An owner that can tell the
+   * browser why, a WebSocket with its close code, does it here: ending or destroying the stream
+   * would close the socket without a code, or cut it without a close frame.
    */
   closeBrowser?(end: RfbBridgeEnd): void;
 }
@@ -78,6 +80,9 @@ class Bridge {
   readonly #filter: ClientMessageFilter;
   /** `view` mode only: made from ServerInit's pixel format. */
   #serverFilter: ServerMessageFilter | undefined;
+  /** Writes to the browser its stream has not yet passed on, and who waits for there to be none. */
+  #browserWritesPending = 0;
+  #onBrowserWritten: (() => void) | undefined;
 
   constructor(options: RfbBridgeOptions, resolve: (end: RfbBridgeEnd) => void) {
     this.#options = options;
@@ -158,7 +163,28 @@ class Bridge {
 
   #toBrowser(data: Buffer): void {
     this.#options.onServerBytes?.(data.length);
-    this.#write(this.#options.target, this.#options.browser, data);
+    this.#browserWritesPending++;
+    this.#write(this.#options.target, this.#options.browser, data, this.#browserWritten);
+  }
+
+  readonly #browserWritten = (): void => {
+    this.#browserWritesPending--;
+    if (this.#browserWritesPending === 0) this.#onBrowserWritten?.();
+  };
+
+  /** Runs `then` once everything relayed to the browser was written, or after CLOSE_GRACE_MS. */
+  #afterBrowserWrites(then: () => void): void {
+    if (this.#browserWritesPending === 0) {
+      then();
+      return;
+    }
+    const timer = setTimeout(() => this.#onBrowserWritten?.(), CLOSE_GRACE_MS);
+    timer.unref();
+    this.#onBrowserWritten = () => {
+      this.#onBrowserWritten = undefined;
+      clearTimeout(timer);
+      then();
+    };
   }
 
   readonly #onBrowserData = (chunk: Buffer): void => {
@@ -179,8 +205,8 @@ class Bridge {
   };
 
   /** Writes to `sink`; when the sink is full, stops reading `source` until it drains. */
-  #write(source: Duplex, sink: Duplex, data: Buffer): void {
-    if (sink.write(data) || this.#throttled.has(source)) return;
+  #write(source: Duplex, sink: Duplex, data: Buffer, written?: () => void): void {
+    if (sink.write(data, written) || this.#throttled.has(source)) return;
     this.#throttled.add(source);
     source.pause();
     sink.once("drain", () => {
@@ -214,7 +240,8 @@ class Bridge {
       closeGently(target);
     } else if (reason === "target-closed") {
       target.destroy();
-      closeGently(browser);
+      if (closeBrowser) this.#afterBrowserWrites(() => closeBrowser(end));
+      else closeGently(browser);
     } else {
       target.destroy();
       if (closeBrowser) closeBrowser(end);

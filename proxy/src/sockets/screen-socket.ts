@@ -32,8 +32,9 @@ export class ScreenWebSocket extends WebSocket {
   }
 }
 
-/** How the browser hears of a bridge that cut it off. */
+/** How the browser hears why its bridge ended. */
 function closeKindOf(end: RfbBridgeEnd): CloseKind {
+  if (end.reason === "target-closed") return "targetClosed";
   if (end.reason === "protocol-violation") return "violation";
   if (end.reason === "message-too-large") return "tooLarge";
   return "unavailable";
@@ -60,6 +61,11 @@ export class ScreenSocket {
   private lastActivity = Date.now();
   private expiryTimer: NodeJS.Timeout | undefined;
   private closedWith: CloseKind | undefined;
+  private markClosing: () => void = () => undefined;
+  /** Resolves once close() has run. */
+  private readonly closing = new Promise<void>((resolve) => {
+    this.markClosing = resolve;
+  });
   private target: Duplex | undefined;
   readonly ended: Promise<void>;
 
@@ -91,6 +97,7 @@ export class ScreenSocket {
   close(kind: CloseKind): void {
     if (this.closedWith) return;
     this.closedWith = kind;
+    this.markClosing();
     const { socket } = this.options;
     const { code, reason } = CLOSE[kind];
     socket.close(code, reason);
@@ -137,9 +144,10 @@ export class ScreenSocket {
         },
         onDropped: () => metrics.droppedInput.inc(),
         // with a close frame saying why (an abort comes from close(), which already sent one)
-        closeBrowser: (cut) => this.close(closeKindOf(cut)),
+        closeBrowser: (ending) => this.close(closeKindOf(ending)),
       });
-      if (end.reason === "target-closed") this.close("targetClosed");
+      // a screen that went away is reported once what it sent has reached the browser
+      if (end.reason === "target-closed") await this.closing;
       logger.info(
         {
           subject: capability.subject,
