@@ -377,11 +377,77 @@ describe("the screen proxy", () => {
       expect(await first.closed).toBe(4002);
       const paste = await openScreenSocket(strict.url, await mint(world.people.member, "view"));
       paste.rfb.cutText("x".repeat(4096));
-      expect([1008, 1009]).toContain(await paste.closed);
+      expect(await paste.closed).toBe(1008);
       expect(await other.closed).toBe(4002);
     } finally {
       await strict.close();
     }
+  });
+
+  it("closes a view socket with 1008 and a reason on an unknown, malformed or oversized message", async () => {
+    const strict = await startProxy(
+      parseProxyConfig({
+        SCREEN_CAPABILITY_KEY: key,
+        PROXY_PORT: "0",
+        CUBICLE_API_URL: t.api.url,
+        PROXY_MAX_FRAME_BYTES: "1024",
+        LOG_LEVEL: "silent",
+      }),
+    );
+    const closeAfter = async (send: (screen: Awaited<ReturnType<typeof openScreenSocket>>) => void) => {
+      const screen = await openScreenSocket(strict.url, await mint(world.people.viewer, "view"));
+      send(screen);
+      return screen.closedWith;
+    };
+    const cutTextHeader = (length: number) => {
+      const header = Buffer.alloc(8);
+      header.writeUInt8(6, 0); // ClientCutText
+      header.writeUInt32BE(length, 4);
+      return header;
+    };
+    try {
+      const violation = { code: 1008, reason: "protocol violation" };
+      const tooLarge = { code: 1008, reason: "message too large" };
+      expect.soft(await closeAfter((s) => s.rfb.send(Buffer.from([7, 0, 0, 0])))).toEqual(violation);
+      // a ClientFence whose payload is longer than a fence can carry
+      expect
+        .soft(await closeAfter((s) => s.rfb.send(Buffer.from([248, 0, 0, 0, 0, 0, 0, 0, 200]))))
+        .toEqual(violation);
+      // one WebSocket frame over PROXY_MAX_FRAME_BYTES
+      expect.soft(await closeAfter((s) => s.rfb.cutText("x".repeat(4096)))).toEqual(tooLarge);
+      // an RFB message over the limit, in frames that are each small enough
+      expect
+        .soft(
+          await closeAfter((s) => {
+            s.ws.send(cutTextHeader(4096));
+            for (let i = 0; i < 8; i++) s.ws.send(Buffer.alloc(512, 0x78));
+          }),
+        )
+        .toEqual(tooLarge);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it("closes a socket whose screen went away with 1000 and a reason, after what the screen sent", async () => {
+    const { provider, ref } = await machineFor(t, computer);
+    const view = await provider.openScreen(ref, 0);
+    if (view.kind !== "vnc") throw new Error("the desktop provider gives VNC targets");
+    // a vendor's screen socket in front of the real one, so that the test can take the screen away
+    const vendor = await startVendorScreen(view, "goes-away");
+    const { token } = await mintCapability(new CapabilityKeyring({ current: key }), {
+      subject: "user:screen-goes",
+      workspaceId: world.workspaceId,
+      computerId: computer.id,
+      screen: 0,
+      mode: "view",
+      target: { kind: "vendor-websocket", url: vendor.url, password: view.password },
+    });
+    const screen = await openScreenSocket(proxy.url, token, { origin: TRUSTED_ORIGIN });
+    screen.rfb.requestUpdate();
+    expect((await screen.rfb.readUpdate()).length).toBeGreaterThan(0);
+    await vendor.close();
+    expect(await screen.closedWith).toEqual({ code: 1000, reason: "screen closed" });
   });
 
   it("counts an open screen socket as use of its computer (so it is not idle)", async () => {

@@ -112,6 +112,15 @@ async function openTeamComputer(page: Page): Promise<void> {
 const section = (page: Page, title: string) =>
   page.locator("section", { has: page.getByRole("heading", { level: 2, name: title, exact: true }) });
 
+/** Runs a command on the computer through the page's command box; its output once it exited 0. */
+async function runCommand(page: Page, command: string): Promise<string> {
+  await page.getByLabel("Command", { exact: true }).fill(command);
+  await page.getByRole("button", { name: "Run" }).click();
+  const output = page.getByTestId("command-output");
+  await expect.poll(() => visibleText(output), { timeout: 30_000 }).toContain("[exit code 0]");
+  return visibleText(output);
+}
+
 async function auditActions(page: Page): Promise<string[]> {
   return page
     .getByRole("table", { name: /audit events/i })
@@ -173,10 +182,32 @@ describe("dashboard on the real stack", () => {
         .not.toBe(beforeTyping);
       await screenshotBothThemes(page, "computer-control");
 
-      // release: the viewer is view-only again and typing changes nothing
+      // the clipboard box of a controlled screen: what is pasted there becomes the computer's
+      // clipboard, and what is copied in the computer shows there and copies out
+      const clipboard = page.getByRole("region", { name: "Clipboard" });
+      await clipboard.getByLabel("Paste into the computer").fill("pasted-through-the-dashboard");
+      await clipboard.getByRole("button", { name: "Send to the computer" }).click();
+      await clipboard.getByText(/^Sent:/).waitFor();
+      expect(await runCommand(page, "xclip -o -selection clipboard")).toContain(
+        "pasted-through-the-dashboard",
+      );
+      // xclip stays to serve the selection (in its own session, so the command's end does not take it)
+      await runCommand(
+        page,
+        "printf %s copied-in-the-computer | setsid xclip -selection clipboard >/dev/null 2>&1",
+      );
+      const copied = clipboard.getByLabel("Copied in the computer");
+      await expect.poll(() => copied.inputValue(), { timeout: 20_000 }).toBe("copied-in-the-computer");
+      await admin.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.webUrl });
+      await clipboard.getByRole("button", { name: "Copy", exact: true }).click();
+      await clipboard.getByText("Copied to your clipboard.").waitFor();
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe("copied-in-the-computer");
+
+      // release: the viewer is view-only again, without the clipboard, and typing changes nothing
       await page.getByRole("button", { name: "Release" }).click();
       await waitForLive(mainScreen(page), "view");
       await page.getByRole("button", { name: "Take control" }).first().waitFor();
+      expect(await clipboard.count()).toBe(0);
       await clickRemote(mainScreen(page), XTERM_POINT);
       const afterRelease = await canvasRegion(mainScreen(page), XTERM_REGION);
       await page.keyboard.type("this must not arrive", { delay: 20 });

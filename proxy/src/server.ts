@@ -19,7 +19,7 @@ import {
 import type { ProxyConfig } from "./config.ts";
 import { metricsHandler, ProxyMetrics } from "./metrics.ts";
 import { originAllowed, SocketLimit, tokenFromProtocols } from "./sockets/admission.ts";
-import { ScreenSocket } from "./sockets/screen-socket.ts";
+import { ScreenSocket, ScreenWebSocket } from "./sockets/screen-socket.ts";
 
 export { ConfigError } from "@cubicle/config";
 export { type ProxyConfig, parseProxyConfig } from "./config.ts";
@@ -82,6 +82,7 @@ export async function startProxy(
     noServer: true,
     maxPayload: config.maxFrameBytes,
     perMessageDeflate: false,
+    WebSocket: ScreenWebSocket,
     handleProtocols: () => SCREEN_PROTOCOL,
   });
 

@@ -16,6 +16,8 @@ export interface OpenedScreen {
   captured: Captured;
   /** Resolves with the close code when the proxy closes the socket. */
   closed: Promise<number>;
+  /** The close code with its reason (1006 when the socket was cut without a close frame). */
+  closedWith: Promise<{ code: number; reason: string }>;
 }
 
 function capture(ws: WebSocket): Captured {
@@ -44,14 +46,17 @@ export async function openScreenSocket(
     perMessageDeflate: false,
   });
   const captured = capture(ws);
-  const closed = new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+  const closedWith = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
+  const closed = closedWith.then(({ code }) => code);
   await new Promise<void>((resolve, reject) => {
     ws.once("open", () => resolve());
     ws.once("error", reject);
     ws.once("unexpected-response", () => reject(new Error(`refused with ${captured.status}`)));
   });
   const rfb = await RfbClient.connect(createWebSocketStream(ws));
-  return { ws, rfb, captured, closed };
+  return { ws, rfb, captured, closed, closedWith };
 }
 
 /** The HTTP status a refused socket got; the proxy answers every refusal the same way. */

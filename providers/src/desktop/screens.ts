@@ -285,7 +285,9 @@ export class ScreenManager {
     for (let attempt = 0; attempt < 3; attempt++) {
       if (cancelled()) return;
       const port = await freePort();
-      const child = spawn(x11vnc, [...vncArgs(screen.display, port, passwordFile), "-viewonly"], {
+      // a viewer sees the screen and nothing else: no input, and no clipboard either way (-nosel:
+      // x11vnc neither sends PRIMARY, CLIPBOARD or the cut buffer nor sets them from a viewer)
+      const child = spawn(x11vnc, [...vncArgs(screen.display, port, passwordFile), "-viewonly", "-nosel"], {
         cwd: machine.files.home,
         env,
         detached: true,
@@ -368,10 +370,13 @@ export class ScreenManager {
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
       stillWanted();
-      // no -viewonly: this server passes keyboard and pointer input to the screen
+      // no -viewonly: this server passes keyboard and pointer input (and the clipboard) to the
+      // screen. X11VNC_AVOID_WINDOWS=never: x11vnc would otherwise wait up to 45 s after each new
+      // client (for a display manager, which a screen here never has) before it can own the
+      // clipboard, so a paste right after taking control would be lost.
       const child = spawn(x11vnc, vncArgs(screen.display, port, passwordFile), {
         cwd: machine.files.home,
-        env,
+        env: { ...env, X11VNC_AVOID_WINDOWS: "never" },
         detached: true,
         stdio: ["ignore", "ignore", "pipe"],
       });

@@ -1,5 +1,11 @@
-import { createHash } from "node:crypto";
-import { holdVncConnection, vncAccepts, vncAnswers, vncMovePointer } from "@cubicle/supervisor/testing/vnc";
+import { createHash, randomBytes } from "node:crypto";
+import {
+  holdVncConnection,
+  vncAccepts,
+  vncAnswers,
+  vncMovePointer,
+  watchVncClipboard,
+} from "@cubicle/supervisor/testing/vnc";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   BROWSER_SETTLE_MS,
@@ -90,6 +96,25 @@ async function expectInputOnlyThroughControl(
     150,
   );
   expect(moved ? spot : cursor, "input through the control server moves the pointer").toEqual(spot);
+}
+
+/**
+ * Puts one line of text in PRIMARY and another in CLIPBOARD as a person would: each in its own
+ * xterm, selected with a triple click (the second xterm's selection goes to CLIPBOARD, as a copy
+ * does). Then it keeps the xterms, which own the selections, until it is aborted.
+ */
+function selectAndCopyScript(primary: string, clipboard: string): string {
+  return `set -eu
+show() {
+  title=$1 text=$2
+  shift 2
+  xterm -T "$title" -geometry 40x4+0+0 "$@" -e sh -c "echo $text; exec sleep 300" &
+  window=$(xdotool search --sync --onlyvisible --name "^$title$" | head -n 1)
+  xdotool mousemove --window "$window" 12 8 click --repeat 3 --delay 100 1
+}
+show cubicle-primary ${primary}
+show cubicle-clipboard ${clipboard} -xrm 'XTerm*selectToClipboard: true'
+wait`;
 }
 
 function pidFrom(stdout: string): string {
@@ -668,6 +693,47 @@ export function conformanceSuite(
           if (live) expect(await vncAnswers(reopened.port, reopened.host), "reopened control").toBe(true);
         },
         // many round trips into a real computer, a few screenshots among them
+        2 * CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "a view server never sends the clipboard; a control server does",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          if (!p.capabilities.graphical || !put?.liveScreens) return;
+          const view = vncTarget(await p.openScreen(ref, 0), "the view");
+          const control = vncTarget(await p.openControl(ref, 0, "clip1234"), "control");
+          const viewer = await watchVncClipboard(view.port, view.password, view.host);
+          const controller = await watchVncClipboard(control.port, control.password, control.host);
+          if (!viewer || !controller) return; // no DES on this machine: cannot log in
+          const nonce = randomBytes(4).toString("hex");
+          const primary = `primary-${nonce}`;
+          const clipboard = `clipboard-${nonce}`;
+          const selecting = new AbortController();
+          const selected = collectRun(p, ref, {
+            command: selectAndCopyScript(primary, clipboard),
+            env: p.screenEnv(0) ?? {},
+            timeoutMs: CASE_TIMEOUT_MS,
+            signal: selecting.signal,
+          });
+          try {
+            const copied = () =>
+              [primary, clipboard].every((text) => controller.texts.some((got) => got.includes(text)));
+            expect(
+              await eventually(async () => copied(), 30_000, 200),
+              `the control server sends both selections (it sent ${JSON.stringify(controller.texts)})`,
+            ).toBe(true);
+            // both servers watch the same display; give the view server as long again to (not) send
+            await sleep(3_000);
+            expect(viewer.texts, "ServerCutText from the view server").toEqual([]);
+          } finally {
+            selecting.abort();
+            viewer.close();
+            controller.close();
+            await selected.catch(() => undefined);
+          }
+        },
         2 * CASE_TIMEOUT_MS,
       );
 

@@ -296,6 +296,24 @@ describe("bridgeRfb relay", () => {
     expect(counters.client).toBe(1 + 10);
   });
 
+  it("withholds the server's cut texts from a viewer, between its updates, and relays them to a controller", async () => {
+    const update = Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4]); // one Raw pixel
+    const cutText = Buffer.concat([Buffer.from([3, 0, 0, 0]), text("secret")]);
+    const extended = Buffer.concat([Buffer.from([3, 0, 0, 0]), u32(-8 >>> 0), u32(0x10000001), u32(0)]);
+    for (const mode of ["view", "control"] as const) {
+      const { client, target, counters } = await connected({ mode });
+      target.write(Buffer.concat([update, cutText, update, extended, Buffer.from([2])]));
+      const types: string[] = [];
+      for (let i = 0; i < (mode === "view" ? 3 : 5); i++) types.push((await client.readMessage()).type);
+      if (mode === "view") {
+        expect(types).toEqual(["framebuffer-update", "framebuffer-update", "bell"]);
+        expect(counters.server).toBe(24 + 12 + 2 * update.length + 1);
+      } else {
+        expect(types).toEqual(["framebuffer-update", "cut-text", "framebuffer-update", "cut-text", "bell"]);
+      }
+    }
+  });
+
   it("forwards client messages sent before ServerInit, after ClientInit", async () => {
     const { browser, target } = setup();
     const serving = fakeVncServer(target);
@@ -326,6 +344,27 @@ describe("bridgeRfb relay", () => {
     expect(await ended).toEqual({
       reason: "message-too-large",
       detail: "client message type 6 of 2008 bytes",
+    });
+  });
+
+  it("leaves closing the browser side to closeBrowser when it cuts it off, so its owner can say why", async () => {
+    const closed: RfbBridgeEnd[] = [];
+    const { client, ended, proxyBrowserSide, proxyTargetSide } = await connected({
+      closeBrowser: (end) => closed.push(end),
+    });
+    client.send(Buffer.from([99]));
+    const end = await ended;
+    expect(closed).toEqual([end]);
+    expect(proxyTargetSide.destroyed).toBe(true);
+    expect(proxyBrowserSide.destroyed).toBe(false);
+  });
+
+  it("ends a view session with target-violation when its server sends what it cannot frame", async () => {
+    const { target, ended } = await connected({ mode: "view" });
+    target.write(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 21])); // a JPEG rectangle
+    expect(await ended).toEqual({
+      reason: "target-violation",
+      detail: "the screen sent what a view session cannot frame: rectangle encoding 21",
     });
   });
 

@@ -1,7 +1,8 @@
 /**
  * Joins a browser's RFB session to a VNC server. The proxy authenticates to the server itself, lets the
- * browser in with security type None (its capability already vouched for it), relays the server's
- * output untouched and frames the browser's messages so that a `view` session cannot send input.
+ * browser in with security type None (its capability already vouched for it) and frames the browser's
+ * messages so that a `view` session cannot send input. The server's output goes to a `control`
+ * session untouched; for a `view` session it is framed too, to withhold the clipboard.
  *
  *   browser ──(RFB, None)── bridge ──(RFB, VNC Authentication)── target
  */
@@ -9,6 +10,7 @@ import type { Duplex } from "node:stream";
 import { ByteReader } from "./byte-reader.ts";
 import { ClientMessageFilter } from "./client-messages.ts";
 import { HandshakeFailure, handshakeBrowser, handshakeTarget, readServerInit } from "./handshake.ts";
+import { pixelSizes, ServerMessageFilter } from "./server-messages.ts";
 
 export type RfbBridgeEndReason =
   | "browser-closed"
@@ -17,7 +19,9 @@ export type RfbBridgeEndReason =
   | "target-auth-failed"
   | "handshake-failed"
   | "aborted"
-  | "message-too-large";
+  | "message-too-large"
+  /** A `view` session's server sent what the proxy cannot frame. */
+  | "target-violation";
 
 export interface RfbBridgeEnd {
   reason: RfbBridgeEndReason;
@@ -44,6 +48,14 @@ export interface RfbBridgeOptions {
   onDropped?(messageType: number): void;
   /** Aborting closes both sides. */
   signal?: AbortSignal;
+  /**
+   * Closes the browser's side when the bridge ends for any reason but the browser leaving: when the
+   * target went away, once what it sent has been written to the browser (or after a grace period);
+   * otherwise at once. By default the stream is ended or destroyed. An owner that can tell the
+   * browser why, a WebSocket with its close code, does it here: ending or destroying the stream
+   * would close the socket without a code, or cut it without a close frame.
+   */
+  closeBrowser?(end: RfbBridgeEnd): void;
 }
 
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -66,6 +78,11 @@ class Bridge {
   /** Sources paused until the other side drains. */
   readonly #throttled = new Set<Duplex>();
   readonly #filter: ClientMessageFilter;
+  /** `view` mode only: made from ServerInit's pixel format. */
+  #serverFilter: ServerMessageFilter | undefined;
+  /** Writes to the browser its stream has not yet passed on, and who waits for there to be none. */
+  #browserWritesPending = 0;
+  #onBrowserWritten: (() => void) | undefined;
 
   constructor(options: RfbBridgeOptions, resolve: (end: RfbBridgeEnd) => void) {
     this.#options = options;
@@ -73,6 +90,7 @@ class Bridge {
     this.#filter = new ClientMessageFilter({
       mode: options.mode,
       maxMessageBytes: options.maxClientMessageBytes,
+      onPixelFormat: (sizes) => this.#serverFilter?.usePixelSizes(sizes),
     });
   }
 
@@ -110,6 +128,11 @@ class Bridge {
     const serverInit = await readServerInit(fromTarget);
     if (this.#ended) return;
     clearTimeout(this.#handshakeTimer);
+    if (this.#options.mode === "view") {
+      const sizes = pixelSizes(serverInit.subarray(4, 20));
+      if (!sizes) throw new HandshakeFailure("handshake-failed", "target sent an invalid pixel format");
+      this.#serverFilter = new ServerMessageFilter(sizes);
+    }
 
     this.#readers = [];
     this.#relaying = true;
@@ -117,7 +140,8 @@ class Bridge {
     const earlyFromBrowser = fromBrowser.release();
     target.on("data", this.#onTargetData);
     browser.on("data", this.#onBrowserData);
-    this.#onTargetData(Buffer.concat([serverInit, earlyFromTarget]));
+    this.#toBrowser(serverInit);
+    if (earlyFromTarget.length > 0) this.#onTargetData(earlyFromTarget);
     if (earlyFromBrowser.length > 0) this.#onBrowserData(earlyFromBrowser);
     if (this.#ended) return;
     for (const source of [target, browser]) if (!this.#throttled.has(source)) source.resume();
@@ -125,9 +149,43 @@ class Bridge {
 
   readonly #onTargetData = (chunk: Buffer): void => {
     if (this.#ended) return;
-    this.#options.onServerBytes?.(chunk.length);
-    this.#write(this.#options.target, this.#options.browser, chunk);
+    if (!this.#serverFilter) {
+      this.#toBrowser(chunk);
+      return;
+    }
+    const result = this.#serverFilter.push(chunk);
+    if ("violation" in result) {
+      this.#finish("target-violation", result.violation);
+      return;
+    }
+    for (const step of result.steps) if ("forward" in step) this.#toBrowser(step.forward);
   };
+
+  #toBrowser(data: Buffer): void {
+    this.#options.onServerBytes?.(data.length);
+    this.#browserWritesPending++;
+    this.#write(this.#options.target, this.#options.browser, data, this.#browserWritten);
+  }
+
+  readonly #browserWritten = (): void => {
+    this.#browserWritesPending--;
+    if (this.#browserWritesPending === 0) this.#onBrowserWritten?.();
+  };
+
+  /** Runs `then` once everything relayed to the browser was written, or after CLOSE_GRACE_MS. */
+  #afterBrowserWrites(then: () => void): void {
+    if (this.#browserWritesPending === 0) {
+      then();
+      return;
+    }
+    const timer = setTimeout(() => this.#onBrowserWritten?.(), CLOSE_GRACE_MS);
+    timer.unref();
+    this.#onBrowserWritten = () => {
+      this.#onBrowserWritten = undefined;
+      clearTimeout(timer);
+      then();
+    };
+  }
 
   readonly #onBrowserData = (chunk: Buffer): void => {
     if (this.#ended) return;
@@ -147,8 +205,8 @@ class Bridge {
   };
 
   /** Writes to `sink`; when the sink is full, stops reading `source` until it drains. */
-  #write(source: Duplex, sink: Duplex, data: Buffer): void {
-    if (sink.write(data) || this.#throttled.has(source)) return;
+  #write(source: Duplex, sink: Duplex, data: Buffer, written?: () => void): void {
+    if (sink.write(data, written) || this.#throttled.has(source)) return;
     this.#throttled.add(source);
     source.pause();
     sink.once("drain", () => {
@@ -174,19 +232,22 @@ class Bridge {
     this.#options.signal?.removeEventListener("abort", this.#onAbort);
     for (const reader of this.#readers) reader.cancel("bridge ended");
 
-    const { browser, target } = this.#options;
+    const { browser, target, closeBrowser } = this.#options;
+    const end: RfbBridgeEnd = detail === undefined ? { reason } : { reason, detail };
     // When one side leaves, the other still gets what was already relayed to it; otherwise cut both.
     if (reason === "browser-closed") {
       browser.destroy();
       closeGently(target);
     } else if (reason === "target-closed") {
       target.destroy();
-      closeGently(browser);
+      if (closeBrowser) this.#afterBrowserWrites(() => closeBrowser(end));
+      else closeGently(browser);
     } else {
-      browser.destroy();
       target.destroy();
+      if (closeBrowser) closeBrowser(end);
+      else browser.destroy();
     }
-    this.#resolve(detail === undefined ? { reason } : { reason, detail });
+    this.#resolve(end);
   }
 }
 

@@ -123,6 +123,41 @@ describe("bridgeRfb with x11vnc", () => {
     expect(await ended).toEqual({ reason: "browser-closed" });
   });
 
+  it("withholds what is selected and copied on the desktop from a viewer, and gives it to a controller", async () => {
+    const viewing = await openBridge("view");
+    const controlling = await openBridge("control");
+    const viewer = await RfbClient.connect(viewing.browser);
+    const controller = await RfbClient.connect(controlling.browser);
+    const nonce = Math.random().toString(36).slice(2, 10);
+    await desktop.select(`primary-${nonce}`, "PRIMARY");
+    await desktop.select(`clipboard-${nonce}`, "CLIPBOARD");
+
+    // x11vnc sends a selection to all its clients at once: once the controller has both, the
+    // viewer's share was sent too, and an update request answered behind it flushes it through
+    const controllerTexts: string[] = [];
+    while (
+      ![`primary-${nonce}`, `clipboard-${nonce}`].every((text) =>
+        controllerTexts.some((got) => got.includes(text)),
+      )
+    ) {
+      const message = await controller.readMessage();
+      if (message.type === "cut-text") controllerTexts.push(message.text);
+    }
+    viewer.requestUpdate({ incremental: false, width: 16, height: 16 });
+    const viewerMessages = [];
+    for (;;) {
+      const message = await viewer.readMessage();
+      viewerMessages.push(message.type);
+      if (message.type === "framebuffer-update") break;
+    }
+    expect(viewerMessages).toEqual(["framebuffer-update"]);
+
+    viewer.close();
+    controller.close();
+    expect(await viewing.ended).toEqual({ reason: "browser-closed" });
+    expect(await controlling.ended).toEqual({ reason: "browser-closed" });
+  });
+
   it("ends with target-auth-failed on a wrong password, before the browser hears anything", async () => {
     const { browser, ended } = await openBridge("control", "not-it");
     let heard = 0;

@@ -153,6 +153,68 @@ describe("ClientMessageFilter", () => {
     });
   });
 
+  describe("in view mode, keeps the server's stream one the proxy can frame", () => {
+    const setEncodings = (...encodings: number[]) =>
+      bytes(2, 0, u16(encodings.length), ...encodings.map((encoding) => u32(encoding >>> 0)));
+    // noVNC 1.7's list, with the extended clipboard (0xC0A1E5CE) among it
+    const NOVNC = [1, 7, -260, 16, 21, 5, 2, 6, 0, -26, -254, -223, -224, -258, -261, -308, -309, -312];
+    const NOVNC_TAIL = [-313, -307, 0xc0a1e5ce | 0, -316, 0x574d5664, -239];
+
+    it("strips the extended clipboard and every encoding it cannot frame from SetEncodings", () => {
+      const asked = setEncodings(...NOVNC, ...NOVNC_TAIL);
+      const allowed = setEncodings(
+        1,
+        7,
+        -260,
+        16,
+        5,
+        2,
+        6,
+        0,
+        -26,
+        -254,
+        -223,
+        -224,
+        -308,
+        -312,
+        -313,
+        -307,
+        -239,
+      );
+      expect(feed(filter("view"), [Buffer.concat([sample("FramebufferUpdateRequest"), asked])])).toEqual({
+        forwarded: [sample("FramebufferUpdateRequest"), allowed],
+        dropped: [],
+      });
+      expect(feed(filter("control"), [asked])).toEqual({ forwarded: [asked], dropped: [] });
+    });
+
+    it("reports the pixel format set before updates are asked for, and refuses a change after", () => {
+      const formats: unknown[] = [];
+      const viewing = new ClientMessageFilter({
+        mode: "view",
+        maxMessageBytes: 1024,
+        onPixelFormat: (sizes) => formats.push(sizes),
+      });
+      const outcome = feed(viewing, [
+        Buffer.concat([sample("SetPixelFormat"), sample("FramebufferUpdateRequest")]),
+        sample("SetPixelFormat"),
+      ]);
+      expect(formats).toEqual([{ bytesPerPixel: 4, tightPixelBytes: 3 }]);
+      expect(outcome.violation).toBe("protocol-violation");
+      // in control mode the proxy does not read the server's stream, so the format is free
+      const controlled = feed(filter("control"), [
+        Buffer.concat([sample("FramebufferUpdateRequest"), sample("SetPixelFormat")]),
+      ]);
+      expect(controlled.violation).toBeUndefined();
+    });
+
+    it("refuses a pixel format RFB does not have", () => {
+      const format24 = Buffer.from(sample("SetPixelFormat"));
+      format24.writeUInt8(24, 4);
+      expect(feed(filter("view"), [format24]).violation).toBe("protocol-violation");
+    });
+  });
+
   describe("ends the stream", () => {
     it.each([1, 7, 100, 127, 149, 249, 252, 254])("on unknown message type %i, in both modes", (type) => {
       for (const mode of ["view", "control"] as const) {

@@ -3,7 +3,13 @@
  * screen's mode: every message is measured from its header, whole messages are passed on or dropped,
  * and anything the proxy cannot frame ends the connection, since one mis-framed byte would let the
  * rest of the stream be read as different messages.
+ *
+ * A `view` session's SetEncodings is cut down to what the proxy can frame in the server's stream
+ * (server-messages.ts), and its pixel format, which sizes the pixels in that stream, is fixed once
+ * it has asked for updates: RFB has no marker for where a new format starts, so a change while
+ * updates flow would leave the proxy unsure where the server's messages begin.
  */
+import { type PixelSizes, pixelSizes, viewMayNegotiate } from "./server-messages.ts";
 
 export const ClientMessageType = {
   SetPixelFormat: 0,
@@ -100,6 +106,24 @@ export type FilterResult =
 export interface ClientMessageFilterOptions {
   mode: "view" | "control";
   maxMessageBytes: number;
+  /** `view` mode: the pixel format the browser set, before asking for any update. */
+  onPixelFormat?(sizes: PixelSizes): void;
+}
+
+/** A SetEncodings with only the encodings a viewer may negotiate, in the order asked. */
+function viewEncodings(message: Buffer): Buffer {
+  const kept: number[] = [];
+  for (let at = 4; at < message.length; at += 4) {
+    const encoding = message.readInt32BE(at);
+    if (viewMayNegotiate(encoding)) kept.push(encoding);
+  }
+  const out = Buffer.alloc(4 + 4 * kept.length);
+  out.writeUInt8(ClientMessageType.SetEncodings, 0);
+  out.writeUInt16BE(kept.length, 2);
+  kept.forEach((encoding, i) => {
+    out.writeInt32BE(encoding, 4 + 4 * i);
+  });
+  return out;
 }
 
 /**
@@ -114,6 +138,8 @@ export class ClientMessageFilter {
   /** How many bytes must be held before the next message can be measured or passed on. */
   #needed = 1;
   #failed = false;
+  /** `view` mode: an update was asked for, so the pixel format may no longer change. */
+  #updatesAsked = false;
 
   constructor(options: ClientMessageFilterOptions) {
     this.#options = options;
@@ -150,12 +176,32 @@ export class ClientMessageFilter {
         this.#needed = measure.size;
         break;
       }
-      if (this.#options.mode === "control" || VIEW_MESSAGES.has(type)) {
+      if (this.#options.mode === "control") {
+        offset += measure.size;
+        continue;
+      }
+      const message = data.subarray(offset, offset + measure.size);
+      if (type === ClientMessageType.SetPixelFormat) {
+        const sizes = pixelSizes(message.subarray(4, 20));
+        if (!sizes) return this.#fail("protocol-violation", `${message.readUInt8(4)} bits per pixel`);
+        if (this.#updatesAsked) {
+          return this.#fail("protocol-violation", "pixel format changed after updates were asked for");
+        }
+        this.#options.onPixelFormat?.(sizes);
+      } else if (
+        type === ClientMessageType.FramebufferUpdateRequest ||
+        type === ClientMessageType.EnableContinuousUpdates
+      ) {
+        this.#updatesAsked = true;
+      }
+      const encodings = type === ClientMessageType.SetEncodings ? viewEncodings(message) : undefined;
+      const unchanged = encodings === undefined || encodings.length === message.length;
+      if (VIEW_MESSAGES.has(type) && unchanged) {
         offset += measure.size;
         continue;
       }
       endRun();
-      steps.push({ dropped: type });
+      steps.push(encodings ? { forward: encodings } : { dropped: type });
       offset += measure.size;
       runStart = offset;
     }

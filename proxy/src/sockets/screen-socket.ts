@@ -1,16 +1,17 @@
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
-import { createWebSocketStream, type WebSocket } from "ws";
+import { createWebSocketStream, WebSocket } from "ws";
 import type { ActiveControlLease } from "../api-link/control-leases.ts";
 import type { VerifiedCapability } from "../capability/index.ts";
 import type { ProxyMetrics } from "../metrics.ts";
-import { bridgeRfb } from "../rfb/index.ts";
+import { bridgeRfb, type RfbBridgeEnd } from "../rfb/index.ts";
 import { connectTarget } from "./targets.ts";
 
 /** Close codes a browser sees; reasons are generic on purpose. */
 export const CLOSE = {
   targetClosed: { code: 1000, reason: "screen closed" },
   violation: { code: 1008, reason: "protocol violation" },
+  tooLarge: { code: 1008, reason: "message too large" },
   unavailable: { code: 1011, reason: "screen unavailable" },
   controlEnded: { code: 4001, reason: "control ended" },
   idle: { code: 4002, reason: "idle" },
@@ -18,6 +19,26 @@ export const CLOSE = {
   shuttingDown: { code: 1001, reason: "proxy shutting down" },
 } as const;
 export type CloseKind = keyof typeof CLOSE;
+
+/**
+ * The server's sockets. ws answers a frame over its maxPayload by closing with 1009 itself, before
+ * anything of ours hears of it; an oversized message is a violation like any other, closed with the
+ * documented 1008 and a reason whichever way it came (one big frame or many small ones).
+ */
+export class ScreenWebSocket extends WebSocket {
+  override close(code?: number, reason?: string | Buffer): void {
+    if (code === 1009) super.close(CLOSE.tooLarge.code, CLOSE.tooLarge.reason);
+    else super.close(code, reason);
+  }
+}
+
+/** How the browser hears why its bridge ended. */
+function closeKindOf(end: RfbBridgeEnd): CloseKind {
+  if (end.reason === "target-closed") return "targetClosed";
+  if (end.reason === "protocol-violation") return "violation";
+  if (end.reason === "message-too-large") return "tooLarge";
+  return "unavailable";
+}
 
 // A peer that ignores our close frame is cut off; revocation must not wait for its cooperation.
 const CLOSE_GRACE_MS = 500;
@@ -40,11 +61,21 @@ export class ScreenSocket {
   private lastActivity = Date.now();
   private expiryTimer: NodeJS.Timeout | undefined;
   private closedWith: CloseKind | undefined;
+  private markClosing: () => void = () => undefined;
+  /** Resolves once close() has run. */
+  private readonly closing = new Promise<void>((resolve) => {
+    this.markClosing = resolve;
+  });
   private target: Duplex | undefined;
   readonly ended: Promise<void>;
 
   constructor(private readonly options: ScreenSocketOptions) {
     if (options.lease) this.followLease(options.lease);
+    // ws has already sent its close frame for a frame it refused; this gives the browser the grace
+    // to answer it rather than the cut a socket gone from under the bridge gets
+    options.socket.once("error", (error: Error & { code?: string }) =>
+      this.close(error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH" ? "tooLarge" : "violation"),
+    );
     this.ended = this.run();
   }
 
@@ -66,6 +97,7 @@ export class ScreenSocket {
   close(kind: CloseKind): void {
     if (this.closedWith) return;
     this.closedWith = kind;
+    this.markClosing();
     const { socket } = this.options;
     const { code, reason } = CLOSE[kind];
     socket.close(code, reason);
@@ -111,10 +143,11 @@ export class ScreenSocket {
           metrics.bytes.inc({ direction: "to_browser" }, n);
         },
         onDropped: () => metrics.droppedInput.inc(),
+        // with a close frame saying why (an abort comes from close(), which already sent one)
+        closeBrowser: (ending) => this.close(closeKindOf(ending)),
       });
-      if (end.reason === "protocol-violation" || end.reason === "message-too-large") this.close("violation");
-      else if (end.reason === "target-closed") this.close("targetClosed");
-      else if (end.reason !== "aborted" && end.reason !== "browser-closed") this.close("unavailable");
+      // a screen that went away is reported once what it sent has reached the browser
+      if (end.reason === "target-closed") await this.closing;
       logger.info(
         {
           subject: capability.subject,

@@ -188,3 +188,50 @@ function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promi
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
+
+/** A logged-in RFB connection that records the clipboard texts (ServerCutText) the server sends it. */
+export interface VncClipboardWatch {
+  /** Every ServerCutText received so far, in order. */
+  readonly texts: string[];
+  close(): void;
+}
+
+/**
+ * Logs in, shares the desktop and then only listens: without a FramebufferUpdateRequest a server
+ * sends no pixels, so what arrives is ServerCutText (and Bell). Null when this machine cannot
+ * compute the DES response; rejects when the password is refused.
+ */
+export async function watchVncClipboard(
+  port: number,
+  password: string,
+  host = "127.0.0.1",
+): Promise<VncClipboardWatch | null> {
+  const socket = connect({ host, port });
+  const read = reader(socket);
+  const texts: string[] = [];
+  try {
+    const accepted = await authenticate(socket, read, password);
+    if (accepted === null) {
+      socket.destroy();
+      return null;
+    }
+    if (!accepted) throw new Error("the password was refused");
+    socket.write(Buffer.from([1])); // ClientInit: share the desktop
+    const serverInit = await read(24);
+    await read(serverInit.readUInt32BE(20)); // the desktop's name
+  } catch (error) {
+    socket.destroy();
+    throw error;
+  }
+  const listen = async () => {
+    for (;;) {
+      const type = (await read(1))[0];
+      if (type === 2) continue; // Bell
+      if (type !== 3) throw new Error(`unexpected server message type ${type}`);
+      const length = (await read(7)).readUInt32BE(3);
+      texts.push((await read(length)).toString("latin1"));
+    }
+  };
+  listen().catch(() => socket.destroy());
+  return { texts, close: () => socket.destroy() };
+}

@@ -10,6 +10,8 @@ declare module "@novnc/novnc" {
     background: string;
     disconnect(): void;
     focus(): void;
+    /** Sends text to the server's clipboard (ClientCutText); the server's comes as a "clipboard" event. */
+    clipboardPasteFrom(text: string): void;
     blur(): void;
   }
 }

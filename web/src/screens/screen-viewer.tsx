@@ -3,6 +3,7 @@
 import type RFB from "@novnc/novnc";
 import { type ReactNode, useEffect, useRef, useState } from "react";
 import { api, Problem, unwrap } from "@/api/client.ts";
+import { ScreenClipboard } from "./screen-clipboard.tsx";
 import styles from "./screens.module.css";
 
 export type ScreenMode = "view" | "control";
@@ -20,7 +21,8 @@ const RETRY_DELAYS_MS = [500, 1_000, 2_000, 4_000, 8_000];
  * at once (the proxy closes the control socket too).
  *
  * While someone types into a controlled screen, noVNC takes every key (Tab too); Shift+Escape gives
- * the keyboard back to the page.
+ * the keyboard back to the page. A controlled screen also gets a clipboard box; a viewed one has
+ * none, since view sockets never carry the clipboard.
  *
  * `children` are laid over the picture (a thumbnail's "show this screen" button), inside the
  * figure, so that the figure (with `data-testid`, `data-status`, `data-mode`) is what gets clicked.
@@ -53,6 +55,8 @@ export function ScreenViewer({
   const typeButton = useRef<HTMLButtonElement>(null);
   const [status, setStatus] = useState<ViewerStatus>("connecting");
   const [error, setError] = useState<string | null>(null);
+  // what the computer last put on its clipboard (ServerCutText), while controlling it
+  const [copied, setCopied] = useState<string | null>(null);
   // Bumped by "Reconnect" after the retries gave up: the effect below starts over.
   const [generation, setGeneration] = useState(0);
 
@@ -89,6 +93,9 @@ export function ScreenViewer({
           attempt = 0;
           setError(null);
           setStatus("connected");
+        });
+        socket.addEventListener("clipboard", (event) => {
+          setCopied((event as CustomEvent<{ text: string }>).detail.text);
         });
         socket.addEventListener("securityfailure", (event) => {
           refusal = (event as CustomEvent<{ reason?: string }>).detail?.reason ?? "";
@@ -137,6 +144,7 @@ export function ScreenViewer({
     stage?.addEventListener("keydown", leave, true);
 
     setStatus("connecting");
+    setCopied(null);
     void connect();
     return () => {
       stopped = true;
@@ -188,6 +196,16 @@ export function ScreenViewer({
           </>
         ) : null}
       </figcaption>
+      {controlling && status === "connected" ? (
+        <ScreenClipboard
+          copied={copied}
+          paste={(text) => {
+            if (!client.current) return false;
+            client.current.clipboardPasteFrom(text);
+            return true;
+          }}
+        />
+      ) : null}
     </figure>
   );
 }

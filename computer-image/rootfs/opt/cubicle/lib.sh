@@ -70,10 +70,13 @@ display_ready() {
   DISPLAY=":$DISPLAY_NUM" xdotool getdisplaygeometry >/dev/null 2>&1
 }
 
-# The view server: view-only VNC on all interfaces of the container, port 6080+2i.
+# The view server: view-only VNC on all interfaces of the container, port 6080+2i. A viewer may
+# see the screen and nothing else: -viewonly drops its input and -nosel stops the clipboard in both
+# directions (x11vnc then neither watches PRIMARY, CLIPBOARD and the cut buffer to send them as
+# ServerCutText, nor sets them from a viewer's ClientCutText). The control server keeps both.
 start_view() {
   spawn "$SCREEN_DIR/view.pid" "$SCREEN_DIR/view.log" \
-    x11vnc -display ":$DISPLAY_NUM" -rfbport "$VIEW_PORT" -viewonly -shared -forever \
+    x11vnc -display ":$DISPLAY_NUM" -rfbport "$VIEW_PORT" -viewonly -nosel -shared -forever \
     -rfbauth "$SCREEN_DIR/view.passwd" -desktop "cubicle screen $SCREEN" -quiet
 }
 

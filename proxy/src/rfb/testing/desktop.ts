@@ -1,6 +1,7 @@
 /**
  * A real desktop for tests: Xvfb with x11vnc in front of it, as in a Docker computer, but without
- * -viewonly, so that what a test observes is the proxy's own filtering. Needs Xvfb, x11vnc and xdotool.
+ * -viewonly or -nosel, so that what a test observes is the proxy's own filtering. Needs Xvfb, x11vnc
+ * and xdotool (and xterm to select text).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -23,6 +24,11 @@ export interface TestDesktop {
   pointer(): Promise<{ x: number; y: number }>;
   /** Moves the X pointer directly, bypassing VNC. */
   movePointer(x: number, y: number): Promise<void>;
+  /**
+   * Shows `text` in an xterm and selects it with a triple click, as a person would: into PRIMARY,
+   * or into CLIPBOARD (an xterm set to select to the clipboard, as a copy does).
+   */
+  select(text: string, selection: "PRIMARY" | "CLIPBOARD"): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -56,7 +62,41 @@ export async function startDesktop(options: { password?: string } = {}): Promise
     const movePointer = async (x: number, y: number) => {
       await xdotool("mousemove", String(x), String(y));
     };
-    return { display, port, password, pointer, movePointer, stop };
+    const select = async (text: string, selection: "PRIMARY" | "CLIPBOARD") => {
+      const title = `cubicle-select-${children.length}`;
+      const toClipboard = selection === "CLIPBOARD" ? ["-xrm", "XTerm*selectToClipboard: true"] : [];
+      const args = [
+        "-T",
+        title,
+        "-geometry",
+        "40x4+0+0",
+        ...toClipboard,
+        "-e",
+        "sh",
+        "-c",
+        'echo "$0"; exec sleep 300',
+        text,
+      ];
+      children.push(
+        track(spawn("xterm", args, { env: { ...process.env, DISPLAY: display }, stdio: "ignore" })),
+      );
+      const { stdout } = await xdotool("search", "--sync", "--onlyvisible", "--name", `^${title}$`);
+      const window = stdout.split("\n")[0] ?? "";
+      await xdotool(
+        "mousemove",
+        "--window",
+        window,
+        "12",
+        "8",
+        "click",
+        "--repeat",
+        "3",
+        "--delay",
+        "100",
+        "1",
+      );
+    };
+    return { display, port, password, pointer, movePointer, select, stop };
   } catch (error) {
     await stop();
     throw error;

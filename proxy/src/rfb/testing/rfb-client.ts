@@ -171,8 +171,9 @@ export class RfbClient {
       case 2:
         return { type: "bell" };
       case 3: {
-        await this.#reader.read(3);
-        return { type: "cut-text", text: await readText(this.#reader) };
+        // the extended-clipboard form has a negative length whose magnitude is the payload's
+        const length = (await this.#reader.read(7)).readInt32BE(3);
+        return { type: "cut-text", text: (await this.#reader.read(Math.abs(length))).toString("latin1") };
       }
       default:
         throw new Error(`unexpected server message type ${type}`);

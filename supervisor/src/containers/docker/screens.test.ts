@@ -4,9 +4,9 @@ import { parseScreens, vncPassword } from "./screens.ts";
 const PS = `tini -- /opt/cubicle/start
 /bin/sh /opt/cubicle/start
 Xvfb :1 -screen 0 1280x800x24 -nolisten tcp
-x11vnc -display :1 -rfbport 6080 -viewonly -shared -forever -rfbauth /run/cubicle/screens/0/view.passwd -quiet
+x11vnc -display :1 -rfbport 6080 -viewonly -nosel -shared -forever -rfbauth /run/cubicle/screens/0/view.passwd -quiet
 Xvfb :3 -screen 0 1280x800x24 -nolisten tcp
-x11vnc -display :3 -rfbport 6084 -viewonly -shared -forever -rfbauth /run/cubicle/screens/2/view.passwd -quiet
+x11vnc -display :3 -rfbport 6084 -viewonly -nosel -shared -forever -rfbauth /run/cubicle/screens/2/view.passwd -quiet
 x11vnc -display :3 -rfbport 6085 -shared -forever -rfbauth /run/cubicle/screens/2/control.passwd -quiet
 sh -c echo x11vnc -rfbport 6082
 `;
