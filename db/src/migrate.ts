@@ -3,6 +3,7 @@ import * as accounts from "./migrations/0001_accounts.ts";
 import * as domain from "./migrations/0002_domain.ts";
 import * as screenCapabilities from "./migrations/0003_screen_capabilities.ts";
 import * as checkpoints from "./migrations/0004_checkpoints.ts";
+import * as accessChanges from "./migrations/0006_access_changes.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -10,6 +11,7 @@ export const migrations: Record<string, Migration> = {
   "0002_domain": domain,
   "0003_screen_capabilities": screenCapabilities,
   "0004_checkpoints": checkpoints,
+  "0006_access_changes": accessChanges,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

@@ -5,7 +5,8 @@ import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
 import pino, { type Logger } from "pino";
 import { WebSocketServer } from "ws";
-import { ApiLink } from "./api-link/api-link.ts";
+import { AccessChangeWatch } from "./api-link/access-changes.ts";
+import { ApiLink, grantKey } from "./api-link/api-link.ts";
 import { ControlLeaseWatch } from "./api-link/control-leases.ts";
 import {
   CapabilityKeyring,
@@ -28,6 +29,10 @@ export { CLOSE } from "./sockets/screen-socket.ts";
 const ACTIVITY_REPORT_MS = 15_000;
 // A control socket may open a moment before the proxy hears of its brand-new lease.
 const LEASE_ARRIVAL_WAIT_MS = 2_000;
+// How long view sockets outlive a broken access stream. An api restart is back within it (the
+// stream reconnects in at most two seconds and every socket is checked again), so viewers do not
+// notice routine restarts; an api that stays away cannot leave unverifiable sockets running.
+const ACCESS_UNVERIFIED_GRACE_MS = 5_000;
 
 export interface RunningProxy {
   readonly url: string;
@@ -35,6 +40,8 @@ export interface RunningProxy {
   readonly metrics: ProxyMetrics;
   /** True while the control lease stream from api is live. */
   controlLeasesFollowed(): boolean;
+  /** True while the access change stream from api is live. */
+  accessChangesFollowed(): boolean;
   close(): Promise<void>;
 }
 
@@ -55,6 +62,7 @@ export async function startProxy(
   });
   const link = new ApiLink(config.apiUrl, keyring);
   const watch = new ControlLeaseWatch(link, logger);
+  const access = new AccessChangeWatch(link, logger);
   const metrics = new ProxyMetrics();
   const perIp = new SocketLimit(config.maxSocketsPerIp);
   const perSubject = new SocketLimit(config.maxSocketsPerSubject);
@@ -65,6 +73,7 @@ export async function startProxy(
       c.json({
         ok: true,
         controlLeases: watch.connected ? "followed" : "unavailable",
+        accessChanges: access.connected ? "followed" : "unavailable",
         sockets: {
           view: [...sockets].filter((s) => s.capability.mode === "view").length,
           control: [...sockets].filter((s) => s.capability.mode === "control").length,
@@ -97,10 +106,59 @@ export async function startProxy(
       if (socket.capability.mode === "control") socket.close("controlUnverifiable");
   });
 
+  // Access taken away closes the sockets it opened: api is asked again about every open socket of a
+  // workspace whose access changed, and about all of them once the stream is back after a break.
+  let accessEvents = 0;
+  let unverified: NodeJS.Timeout | undefined;
+  access.on("changed", (workspaceId) => {
+    accessEvents++;
+    void recheckAccess([...sockets].filter((socket) => socket.capability.workspaceId === workspaceId));
+  });
+  access.on("ready", () => {
+    accessEvents++;
+    clearTimeout(unverified);
+    void recheckAccess([...sockets]);
+  });
+  // Control fails closed at once, as above; view sockets get a short grace (see its constant).
+  access.on("lost", () => {
+    accessEvents++;
+    for (const socket of sockets)
+      if (socket.capability.mode === "control") socket.close("controlUnverifiable");
+    unverified = setTimeout(() => {
+      for (const socket of sockets) socket.close("accessUnverifiable");
+    }, ACCESS_UNVERIFIED_GRACE_MS).unref();
+  });
+
+  /** Closes each socket whose subject may no longer hold its mode; fails closed when api cannot say. */
+  async function recheckAccess(open: ScreenSocket[]) {
+    if (open.length === 0) return;
+    let modes: Map<string, readonly string[]>;
+    try {
+      modes = await link.screenModes(open.map((socket) => socket.capability));
+    } catch (error) {
+      logger.warn({ err: error instanceof Error ? error.message : String(error) }, "access check failed");
+      for (const socket of open) socket.close("accessUnverifiable");
+      return;
+    }
+    for (const socket of open) {
+      const { subject, workspaceId, computerId, mode, jti } = socket.capability;
+      if (modes.get(grantKey(socket.capability))?.includes(mode)) continue;
+      logger.info(
+        { subject, workspace: workspaceId, computer: computerId, mode, jti },
+        "screen access ended",
+      );
+      socket.close("accessRevoked");
+    }
+  }
+
   /** Unauthorised callers learn nothing: every refusal is the same bare 404. */
   function refuse(socket: Duplex, reason: string, request: IncomingMessage) {
     metrics.refusals.inc({ reason });
-    logger.info({ reason, ip: request.socket.remoteAddress }, "screen socket refused");
+    // A token signed with our key but naming another target than it seals: the key is misused.
+    logger[reason === "target-mismatch" ? "warn" : "info"](
+      { reason, ip: request.socket.remoteAddress },
+      "screen socket refused",
+    );
     socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
     socket.destroy();
   }
@@ -124,6 +182,18 @@ export async function startProxy(
       }
       releaseSubject = perSubject.take(capability.subject);
       if (!releaseSubject) return refuse(socket, "subject-limit", request);
+      // A capability outlives a minute of changes: access is checked now, not only at minting.
+      if (!(await access.whenConnected(LEASE_ARRIVAL_WAIT_MS)))
+        return refuse(socket, "access-unverifiable", request);
+      const eventsBefore = accessEvents;
+      let modes: Map<string, readonly string[]>;
+      try {
+        modes = await link.screenModes([capability]);
+      } catch {
+        return refuse(socket, "api-unavailable", request);
+      }
+      if (!modes.get(grantKey(capability))?.includes(capability.mode))
+        return refuse(socket, "access-revoked", request);
       let lease: Awaited<ReturnType<ControlLeaseWatch["waitFor"]>>;
       if (capability.controlLeaseId !== undefined) {
         lease = await watch.waitFor(capability.controlLeaseId, LEASE_ARRIVAL_WAIT_MS);
@@ -151,6 +221,8 @@ export async function startProxy(
         ),
       );
       sockets.add(open);
+      // A change heard between the check and now found no socket to close: check this one again.
+      if (accessEvents !== eventsBefore) void recheckAccess([open]);
       reportActivity([capability.computerId]);
       await open.ended;
       sockets.delete(open);
@@ -184,6 +256,7 @@ export async function startProxy(
     server.listen(config.port, config.host, () => resolve());
   });
   watch.start();
+  access.start();
   const port = (server.address() as AddressInfo).port;
   logger.info({ port }, "screen proxy listening");
 
@@ -192,9 +265,12 @@ export async function startProxy(
     port,
     metrics,
     controlLeasesFollowed: () => watch.connected,
+    accessChangesFollowed: () => access.connected,
     async close() {
       clearInterval(activityTimer);
       await watch.stop();
+      access.stop();
+      clearTimeout(unverified);
       for (const socket of sockets) socket.close("shuttingDown");
       await Promise.all([...sockets].map((socket) => socket.ended));
       wss.close();

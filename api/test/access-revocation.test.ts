@@ -1,0 +1,197 @@
+import { randomBytes } from "node:crypto";
+import type { Computer } from "@cubicle/db";
+import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createComputer, machineFor } from "./support/computers.ts";
+import { expectStatus, startTestApi, type TestApi, type TestClient } from "./support/harness.ts";
+import { type OpenedScreen, openScreenSocket, refusedStatus } from "./support/screen-socket.ts";
+import { buildWorld, join, type Role, type World } from "./support/world.ts";
+
+/**
+ * Access taken away closes the sockets it opened: the real api, two real proxy replicas following
+ * it, and a real desktop screen (Xvfb + x11vnc). Whatever ends the access (removal, a lower role,
+ * a revoked key, a deleted account), every socket it opened closes within a second with 4004,
+ * on every replica, while everyone who keeps access keeps watching.
+ */
+const key = randomBytes(32).toString("base64url");
+const ACCESS_REVOKED = 4004;
+let t: TestApi;
+const proxies: RunningProxy[] = [];
+let world: World;
+let computer: Computer;
+
+beforeAll(async () => {
+  t = await startTestApi({ SANDBOX_PROVIDER: "desktop", SCREEN_CAPABILITY_KEY: key });
+  for (let i = 0; i < 2; i++)
+    proxies.push(
+      await startProxy(
+        parseProxyConfig({
+          SCREEN_CAPABILITY_KEY: key,
+          PROXY_PORT: "0",
+          CUBICLE_API_URL: t.api.url,
+          LOG_LEVEL: "silent",
+        }),
+      ),
+    );
+  world = await buildWorld(t, "revocation");
+  computer = await createComputer(t, world.workspaceId);
+  await waitUntil(() => proxies.every((proxy) => proxy.controlLeasesFollowed()));
+});
+
+afterAll(async () => {
+  for (const proxy of proxies) await proxy.close();
+  if (computer) {
+    const { provider, ref } = await machineFor(t, computer);
+    await provider.destroy(ref);
+  }
+  await t?.close();
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const workspacePath = () => `/v1/workspaces/${world.workspaceId}`;
+const screenPath = () => `${workspacePath()}/computers/${computer.id}/screens/0`;
+
+let people = 0;
+/** Someone new in the workspace, so that taking their access away leaves the shared world alone. */
+async function newcomer(role: Role): Promise<TestClient> {
+  return join(t, world.people.owner, world.workspaceId, `${role}-${++people}-revocation@example.com`, role);
+}
+
+async function mint(client: TestClient, mode: "view" | "control", apiKey?: string): Promise<string> {
+  const response = await client.post(`${screenPath()}/capabilities`, { mode }, apiKey ? { apiKey } : {});
+  return expectStatus(response, 201).json.token;
+}
+
+/** One socket per proxy replica, each opened with its own capability. */
+async function onEveryReplica(client: TestClient, mode: "view" | "control", apiKey?: string) {
+  const sockets: OpenedScreen[] = [];
+  for (const proxy of proxies)
+    sockets.push(await openScreenSocket(proxy.url, await mint(client, mode, apiKey)));
+  return sockets;
+}
+
+async function memberIdOf(client: TestClient): Promise<string> {
+  const members = expectStatus(await world.people.owner.get(`${workspacePath()}/members`), 200).json.items;
+  const member = members.find((m: { userId: string }) => m.userId === client.userId);
+  if (!member) throw new Error("not a member");
+  return member.id;
+}
+
+async function viewerKey(client: TestClient): Promise<{ id: string; key: string }> {
+  const body = { name: `watcher-${randomBytes(3).toString("hex")}`, role: "viewer" };
+  return expectStatus(await client.post(`${workspacePath()}/api-keys`, body), 201).json;
+}
+
+/**
+ * Runs the change that takes access away, then expects each socket closed with 4004 within a
+ * second of the change's answer (the change has committed by then).
+ */
+async function expectClosedWithinASecond(sockets: OpenedScreen[], change: () => Promise<void>) {
+  await change();
+  const changed = Date.now();
+  const codes = await Promise.all(
+    sockets.map((socket) =>
+      Promise.race([
+        socket.closed.then((code) => ({ code, after: Date.now() - changed })),
+        new Promise<{ code: "still open" }>((resolve) =>
+          setTimeout(() => resolve({ code: "still open" }), 3_000),
+        ),
+      ]),
+    ),
+  );
+  expect(codes.map((c) => c.code)).toEqual(sockets.map(() => ACCESS_REVOKED));
+  for (const c of codes) if ("after" in c) expect(c.after).toBeLessThanOrEqual(1_000);
+}
+
+/** Still relaying: after a second more, a fresh update still arrives. */
+async function expectStillLive(sockets: OpenedScreen[]) {
+  let closed = 0;
+  for (const socket of sockets)
+    void socket.closed.then(() => {
+      closed++;
+    });
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect(closed).toBe(0);
+  for (const socket of sockets) {
+    socket.rfb.requestUpdate({ x: 0, y: 0, width: 16, height: 16 });
+    expect((await socket.rfb.readUpdate()).length).toBeGreaterThan(0);
+    socket.ws.close();
+  }
+}
+
+describe("access taken away closes the sockets it opened, on every proxy replica", () => {
+  it("a removed member: their view sockets and their key's close; a capability minted before is refused", async () => {
+    const leaving = await newcomer("member");
+    const { key: leavingKey } = await viewerKey(leaving);
+    const sockets = [
+      ...(await onEveryReplica(leaving, "view")),
+      ...(await onEveryReplica(t.client(), "view", leavingKey)),
+    ];
+    const unopened = await mint(leaving, "view");
+    const staying = await onEveryReplica(world.people.viewer, "view");
+    const memberId = await memberIdOf(leaving);
+    await expectClosedWithinASecond(sockets, async () => {
+      expectStatus(await world.people.admin.delete(`${workspacePath()}/members/${memberId}`), 204);
+    });
+    expect(await refusedStatus(proxies[0]?.url ?? "", ["cubicle.screen.v1", unopened])).toBe(404);
+    await expectStillLive(staying);
+  });
+
+  it("a member demoted to viewer: the control socket closes, the view socket stays", async () => {
+    const demoted = await newcomer("member");
+    const lease = expectStatus(await demoted.post(`${screenPath()}/control`), 201).json;
+    const control = await openScreenSocket(proxies[0]?.url ?? "", await mint(demoted, "control"));
+    const view = await onEveryReplica(demoted, "view");
+    const memberId = await memberIdOf(demoted);
+    await expectClosedWithinASecond([control], async () => {
+      expectStatus(
+        await world.people.admin.patch(`${workspacePath()}/members/${memberId}`, { role: "viewer" }),
+        200,
+      );
+    });
+    await expectStillLive(view);
+    expectStatus(await world.people.admin.delete(`${screenPath()}/control/${lease.leaseId}`), 204);
+  });
+
+  it("a role Cubicle does not know gives no access: the view sockets close", async () => {
+    const unknown = await newcomer("viewer");
+    const sockets = await onEveryReplica(unknown, "view");
+    await expectClosedWithinASecond(sockets, async () => {
+      await t.database.db
+        .updateTable("member")
+        .set({ role: "guest" })
+        .where("id", "=", await memberIdOf(unknown))
+        .execute();
+    });
+  });
+
+  it("a revoked API key: its view sockets close, its creator's own stay", async () => {
+    const creator = await newcomer("member");
+    const { id, key: apiKey } = await viewerKey(creator);
+    const sockets = await onEveryReplica(t.client(), "view", apiKey);
+    const own = await onEveryReplica(creator, "view");
+    await expectClosedWithinASecond(sockets, async () => {
+      expectStatus(await creator.delete(`${workspacePath()}/api-keys/${id}`), 204);
+    });
+    await expectStillLive(own);
+  });
+
+  // Cubicle has no route that deletes an account (and Better Auth's is off): the row goes the way
+  // any deletion would, and the cascade to its memberships is what must be heard.
+  it("a deleted account: its view sockets close, everyone else's stay", async () => {
+    const deleted = await newcomer("admin");
+    const sockets = await onEveryReplica(deleted, "view");
+    const staying = await onEveryReplica(world.people.member, "view");
+    await expectClosedWithinASecond(sockets, async () => {
+      await t.database.db.deleteFrom("user").where("id", "=", deleted.userId).execute();
+    });
+    await expectStillLive(staying);
+  });
+});
