@@ -4,6 +4,7 @@ import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer, machineFor } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi, type TestClient } from "./support/harness.ts";
+import { expectClosedWithinASecond, expectStillLive } from "./support/revocation.ts";
 import { type OpenedScreen, openScreenSocket, refusedStatus } from "./support/screen-socket.ts";
 import { buildWorld, join, type Role, type World } from "./support/world.ts";
 
@@ -14,7 +15,6 @@ import { buildWorld, join, type Role, type World } from "./support/world.ts";
  * on every replica, while everyone who keeps access keeps watching.
  */
 const key = randomBytes(32).toString("base64url");
-const ACCESS_REVOKED = 4004;
 let t: TestApi;
 const proxies: RunningProxy[] = [];
 let world: World;
@@ -87,43 +87,6 @@ async function memberIdOf(client: TestClient): Promise<string> {
 async function viewerKey(client: TestClient): Promise<{ id: string; key: string }> {
   const body = { name: `watcher-${randomBytes(3).toString("hex")}`, role: "viewer" };
   return expectStatus(await client.post(`${workspacePath()}/api-keys`, body), 201).json;
-}
-
-/**
- * Runs the change that takes access away, then expects each socket closed with 4004 within a
- * second of the change's answer (the change has committed by then).
- */
-async function expectClosedWithinASecond(sockets: OpenedScreen[], change: () => Promise<void>) {
-  await change();
-  const changed = Date.now();
-  const codes = await Promise.all(
-    sockets.map((socket) =>
-      Promise.race([
-        socket.closed.then((code) => ({ code, after: Date.now() - changed })),
-        new Promise<{ code: "still open" }>((resolve) =>
-          setTimeout(() => resolve({ code: "still open" }), 3_000),
-        ),
-      ]),
-    ),
-  );
-  expect(codes.map((c) => c.code)).toEqual(sockets.map(() => ACCESS_REVOKED));
-  for (const c of codes) if ("after" in c) expect(c.after).toBeLessThanOrEqual(1_000);
-}
-
-/** Still relaying: after a second more, a fresh update still arrives. */
-async function expectStillLive(sockets: OpenedScreen[]) {
-  let closed = 0;
-  for (const socket of sockets)
-    void socket.closed.then(() => {
-      closed++;
-    });
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
-  expect(closed).toBe(0);
-  for (const socket of sockets) {
-    socket.rfb.requestUpdate({ x: 0, y: 0, width: 16, height: 16 });
-    expect((await socket.rfb.readUpdate()).length).toBeGreaterThan(0);
-    socket.ws.close();
-  }
 }
 
 describe("access taken away closes the sockets it opened, on every proxy replica", () => {
