@@ -157,4 +157,28 @@ describe("access taken away closes the sockets it opened, on every proxy replica
     });
     await expectStillLive(staying);
   });
+
+  // Cubicle has no route for it, but Better Auth's own endpoint deletes a workspace for its owner;
+  // the cascade to its members is what is heard.
+  it("a deleted workspace: every socket in it closes, sockets elsewhere stay", async () => {
+    const owner = world.people.owner;
+    const doomed = expectStatus(await owner.post("/v1/workspaces", { name: "Doomed" }), 201).json;
+    const elsewhere = await createComputer(t, doomed.id);
+    try {
+      const path = `/v1/workspaces/${doomed.id}/computers/${elsewhere.id}/screens/0/capabilities`;
+      const sockets: OpenedScreen[] = [];
+      for (const proxy of proxies) {
+        const { token } = expectStatus(await owner.post(path, { mode: "view" }), 201).json;
+        sockets.push(await openScreenSocket(proxy.url, token));
+      }
+      const staying = await onEveryReplica(owner, "view");
+      await expectClosedWithinASecond(sockets, async () => {
+        expectStatus(await owner.post("/api/auth/organization/delete", { organizationId: doomed.id }), 200);
+      });
+      await expectStillLive(staying);
+    } finally {
+      const { provider, ref } = await machineFor(t, elsewhere);
+      await provider.destroy(ref);
+    }
+  });
 });
