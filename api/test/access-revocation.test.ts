@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import net from "node:net";
 import type { Computer } from "@cubicle/db";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -179,6 +180,59 @@ describe("access taken away closes the sockets it opened, on every proxy replica
     } finally {
       const { provider, ref } = await machineFor(t, elsewhere);
       await provider.destroy(ref);
+    }
+  });
+});
+
+/** A cuttable loopback link from a proxy to api, so the stream can break while api and screen run on. */
+async function relayTo(target: string) {
+  const { port } = new URL(target);
+  const open = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), "127.0.0.1");
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on("close", () => open.delete(socket));
+      socket.on("error", () => socket.destroy());
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    cut: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of open) socket.destroy();
+      }),
+  };
+}
+
+describe("while the proxy cannot follow access changes", () => {
+  it("closes control sockets at once (4003) and view sockets after a short grace (4005)", async () => {
+    const relay = await relayTo(t.api.url);
+    const cutOff = await startProxy(
+      parseProxyConfig({
+        SCREEN_CAPABILITY_KEY: key,
+        PROXY_PORT: "0",
+        CUBICLE_API_URL: relay.url,
+        LOG_LEVEL: "silent",
+      }),
+    );
+    try {
+      await waitUntil(() => cutOff.controlLeasesFollowed() && cutOff.accessChangesFollowed());
+      const holder = await newcomer("member");
+      const lease = expectStatus(await holder.post(`${screenPath()}/control`), 201).json;
+      const control = await openScreenSocket(cutOff.url, await mint(holder, "control"));
+      const view = await openScreenSocket(cutOff.url, await mint(world.people.viewer, "view"));
+      await relay.cut();
+      const cut = Date.now();
+      expect(await control.closed).toBe(4003);
+      expect(await view.closed).toBe(4005);
+      expect(Date.now() - cut).toBeLessThanOrEqual(10_000);
+      expectStatus(await holder.delete(`${screenPath()}/control/${lease.leaseId}`), 204);
+    } finally {
+      await cutOff.close();
     }
   });
 });
