@@ -100,7 +100,7 @@ export async function startProxy(
   watch.on("changed", (lease) => {
     for (const socket of controlSockets(lease.id)) socket.followLease(lease);
   });
-  // Without the stream a release could go unheard: control fails closed, view goes on.
+  // Without the stream a release could go unheard: control fails closed (view holds no lease).
   watch.on("lost", () => {
     for (const socket of sockets)
       if (socket.capability.mode === "control") socket.close("controlUnverifiable");
