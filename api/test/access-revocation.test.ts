@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import net from "node:net";
 import type { Computer } from "@cubicle/db";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
+import { CapabilityKeyring, mintCapability } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer, machineFor } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi, type TestClient } from "./support/harness.ts";
@@ -116,7 +117,19 @@ describe("access taken away closes the sockets it opened, on every proxy replica
   it("a member demoted to viewer: the control socket closes and the lease ends, the view socket stays", async () => {
     const demoted = await newcomer("member");
     const lease = expectStatus(await demoted.post(`${screenPath()}/control`), 201).json;
-    const control = await openScreenSocket(proxies[0]?.url ?? "", await mint(demoted, "control"));
+    // The target outlives the lease (as a vendor's screen does), so that only the proxy closes the
+    // socket, not the control server stopping with the lease.
+    const { provider, ref } = await machineFor(t, computer);
+    const { token } = await mintCapability(new CapabilityKeyring({ current: key }), {
+      subject: `user:${demoted.userId}`,
+      workspaceId: world.workspaceId,
+      computerId: computer.id,
+      screen: 0,
+      mode: "control",
+      controlLeaseId: lease.leaseId,
+      target: await provider.openScreen(ref, 0),
+    });
+    const control = await openScreenSocket(proxies[0]?.url ?? "", token);
     const view = await onEveryReplica(demoted, "view");
     const memberId = await memberIdOf(demoted);
     // Its lease is revoked too, so which of the two the proxy hears first may decide the code.
@@ -159,6 +172,17 @@ describe("access taken away closes the sockets it opened, on every proxy replica
       expectStatus(await creator.delete(`${workspacePath()}/api-keys/${id}`), 204);
     });
     await expectStillLive(own);
+  });
+
+  it("an API key that expires: its view sockets close when it does", async () => {
+    const creator = await newcomer("member");
+    const { id, key: apiKey } = await viewerKey(creator);
+    const sockets = await onEveryReplica(t.client(), "view", apiKey);
+    const expiresAt = new Date(Date.now() + 1_500);
+    await t.database.db.updateTable("apikey").set({ expiresAt }).where("id", "=", id).execute();
+    const codes = await Promise.all(sockets.map((socket) => socket.closed));
+    expect(codes).toEqual([ACCESS_REVOKED, ACCESS_REVOKED]);
+    expect(Date.now() - expiresAt.getTime()).toBeLessThanOrEqual(1_000);
   });
 
   // Cubicle has no route that deletes an account (and Better Auth's is off): the row goes the way

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import pino, { type Logger } from "pino";
 import { WebSocketServer } from "ws";
 import { AccessChangeWatch } from "./api-link/access-changes.ts";
-import { ApiLink, grantKey } from "./api-link/api-link.ts";
+import { ApiLink, grantKey, type ScreenAccess } from "./api-link/api-link.ts";
 import { ControlLeaseWatch } from "./api-link/control-leases.ts";
 import {
   CapabilityKeyring,
@@ -33,6 +33,7 @@ const LEASE_ARRIVAL_WAIT_MS = 2_000;
 // stream reconnects in at most two seconds and every socket is checked again), so viewers do not
 // notice routine restarts; an api that stays away cannot leave unverifiable sockets running.
 const ACCESS_UNVERIFIED_GRACE_MS = 5_000;
+const RECHECK_FLOOR_MS = 250;
 
 export interface RunningProxy {
   readonly url: string;
@@ -129,12 +130,15 @@ export async function startProxy(
     }, ACCESS_UNVERIFIED_GRACE_MS).unref();
   });
 
-  /** Closes each socket whose subject may no longer hold its mode; fails closed when api cannot say. */
+  /**
+   * Closes each socket whose subject may no longer hold its mode, and checks again when access
+   * ends by itself; fails closed when api cannot say.
+   */
   async function recheckAccess(open: ScreenSocket[]) {
     if (open.length === 0) return;
-    let modes: Map<string, readonly string[]>;
+    let access: Map<string, ScreenAccess>;
     try {
-      modes = await link.screenModes(open.map((socket) => socket.capability));
+      access = await link.screenAccess(open.map((socket) => socket.capability));
     } catch (error) {
       logger.warn({ err: error instanceof Error ? error.message : String(error) }, "access check failed");
       for (const socket of open) socket.close("accessUnverifiable");
@@ -142,13 +146,29 @@ export async function startProxy(
     }
     for (const socket of open) {
       const { subject, workspaceId, computerId, mode, jti } = socket.capability;
-      if (modes.get(grantKey(socket.capability))?.includes(mode)) continue;
+      const now = access.get(grantKey(socket.capability));
+      if (now?.modes.includes(mode)) {
+        if (now.endsAt) recheckAt(socket, now.endsAt);
+        continue;
+      }
       logger.info(
         { subject, workspace: workspaceId, computer: computerId, mode, jti },
         "screen access ended",
       );
       socket.close("accessRevoked");
     }
+  }
+
+  const endings = new Map<ScreenSocket, NodeJS.Timeout>();
+  function recheckAt(socket: ScreenSocket, endsAt: Date) {
+    clearTimeout(endings.get(socket));
+    // api judges the end by the database's clock: if ours runs ahead, ask again shortly, not in a
+    // loop. Timers hold at most about 24.8 days; a later end is looked at again then.
+    const wait = Math.min(Math.max(RECHECK_FLOOR_MS, endsAt.getTime() - Date.now()), 2 ** 31 - 1);
+    endings.set(
+      socket,
+      setTimeout(() => void recheckAccess([socket]), wait),
+    );
   }
 
   /** Unauthorised callers learn nothing: every refusal is the same bare 404. */
@@ -186,14 +206,13 @@ export async function startProxy(
       if (!(await access.whenConnected(LEASE_ARRIVAL_WAIT_MS)))
         return refuse(socket, "access-unverifiable", request);
       const eventsBefore = accessEvents;
-      let modes: Map<string, readonly string[]>;
+      let granted: ScreenAccess | undefined;
       try {
-        modes = await link.screenModes([capability]);
+        granted = (await link.screenAccess([capability])).get(grantKey(capability));
       } catch {
         return refuse(socket, "api-unavailable", request);
       }
-      if (!modes.get(grantKey(capability))?.includes(capability.mode))
-        return refuse(socket, "access-revoked", request);
+      if (!granted?.modes.includes(capability.mode)) return refuse(socket, "access-revoked", request);
       let lease: Awaited<ReturnType<ControlLeaseWatch["waitFor"]>>;
       if (capability.controlLeaseId !== undefined) {
         lease = await watch.waitFor(capability.controlLeaseId, LEASE_ARRIVAL_WAIT_MS);
@@ -223,9 +242,12 @@ export async function startProxy(
       sockets.add(open);
       // A change heard between the check and now found no socket to close: check this one again.
       if (accessEvents !== eventsBefore) void recheckAccess([open]);
+      if (granted.endsAt) recheckAt(open, granted.endsAt);
       reportActivity([capability.computerId]);
       await open.ended;
       sockets.delete(open);
+      clearTimeout(endings.get(open));
+      endings.delete(open);
     } finally {
       releaseIp();
       releaseSubject?.();

@@ -3,9 +3,10 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { touchComputer } from "../computers/lifecycle.ts";
 import type { AppEnv } from "../context.ts";
+import { iso } from "../http/iso.ts";
 import { HttpProblem, noSuchRoute } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { ACCESS_CHANGES_CHANNEL, screenModesOf } from "../screens/access.ts";
+import { ACCESS_CHANGES_CHANNEL, screenAccessOf } from "../screens/access.ts";
 import { allLiveLeases, CONTROL_LEASES_CHANNEL, type LeaseEvent } from "../screens/control-leases.ts";
 import { streamNotifications } from "./notification-stream.ts";
 import { redeem } from "./redemptions.ts";
@@ -67,11 +68,14 @@ export function proxyRoutes() {
     if (!body.success)
       throw new HttpProblem(400, "VALIDATION_FAILED", "Send {grants: [{subject, workspaceId}]}.");
     const grants = [];
-    for (const grant of body.data.grants)
-      grants.push({
-        ...grant,
-        modes: await screenModesOf(c.var.deps.database.db, grant.subject, grant.workspaceId),
-      });
+    for (const grant of body.data.grants) {
+      const { modes, endsAt } = await screenAccessOf(
+        c.var.deps.database.db,
+        grant.subject,
+        grant.workspaceId,
+      );
+      grants.push({ ...grant, modes, endsAt: endsAt && iso(endsAt) });
+    }
     return c.json({ grants }, 200);
   });
 

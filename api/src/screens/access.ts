@@ -30,19 +30,26 @@ export function controlRefusal(kind: Principal["kind"], role: WorkspaceRole): Ht
   return undefined;
 }
 
+export interface ScreenAccess {
+  modes: ScreenMode[];
+  /** When the access ends by itself with no change to announce (a key's expiry), if it does. */
+  endsAt: Date | null;
+}
+
 /**
  * The modes a capability's subject may still hold a socket in, in this workspace, as of now:
  * none once the person left (or their account went) or the key was revoked, deleted or expired,
  * or its creator left. Proxies ask this of every socket they admit and again whenever access in
- * its workspace changes.
+ * its workspace changes (or ends by itself).
  */
-export async function screenModesOf(
+export async function screenAccessOf(
   db: Kysely<Database>,
   subject: string,
   workspaceId: string,
-): Promise<ScreenMode[]> {
+): Promise<ScreenAccess> {
   const [kind, id = ""] = subject.split(/:(.*)/s);
   let role: WorkspaceRole | undefined;
+  let endsAt: Date | null = null;
   if (kind === "user") {
     const member = await db
       .selectFrom("member")
@@ -54,7 +61,7 @@ export async function screenModesOf(
   } else if (kind === "api_key") {
     const key = await db
       .selectFrom("apikey")
-      .select("metadata")
+      .select(["metadata", "expiresAt"])
       .where("id", "=", id)
       .where("referenceId", "=", workspaceId)
       .where((eb) => eb.or([eb("enabled", "is", null), eb("enabled", "=", true)]))
@@ -62,7 +69,11 @@ export async function screenModesOf(
       .executeTakeFirst();
     const granted = key ? await keyRole(db, workspaceId, parseKeyMetadata(key.metadata)) : undefined;
     role = granted && "role" in granted ? granted.role : undefined;
+    endsAt = key?.expiresAt ?? null;
   }
-  if (!role) return [];
-  return controlRefusal(kind === "user" ? "user" : "api_key", role) ? ["view"] : ["view", "control"];
+  if (!role) return { modes: [], endsAt: null };
+  const modes: ScreenMode[] = controlRefusal(kind === "user" ? "user" : "api_key", role)
+    ? ["view"]
+    : ["view", "control"];
+  return { modes, endsAt };
 }

@@ -8,6 +8,12 @@ export interface AccessGrant {
   workspaceId: string;
 }
 
+export interface ScreenAccess {
+  modes: readonly string[];
+  /** When the access ends by itself, with no change for api to announce (a key's expiry). */
+  endsAt: Date | null;
+}
+
 export const grantKey = (grant: AccessGrant): string => `${grant.workspaceId}\n${grant.subject}`;
 // Service tokens live 60 s; a fresh one is minted well before the old one could expire in flight.
 const TOKEN_REUSE_MS = 30_000;
@@ -44,10 +50,10 @@ export class ApiLink implements ReplayGuard {
   }
 
   /**
-   * The modes each subject may still hold a screen socket in, in its workspace, as api says now;
-   * throws when api cannot answer (callers fail closed).
+   * The modes each subject may still hold a screen socket in, in its workspace, as api says now,
+   * by grantKey; throws when api cannot answer (callers fail closed).
    */
-  async screenModes(grants: readonly AccessGrant[]): Promise<Map<string, readonly string[]>> {
+  async screenAccess(grants: readonly AccessGrant[]): Promise<Map<string, ScreenAccess>> {
     const response = await fetch(`${this.apiUrl}/internal/proxy/access`, {
       method: "POST",
       headers: { authorization: await this.authorization(), "content-type": "application/json" },
@@ -58,8 +64,15 @@ export class ApiLink implements ReplayGuard {
       await response.body?.cancel();
       throw new Error(`api answered ${response.status} to an access check`);
     }
-    const body = (await response.json()) as { grants: Array<AccessGrant & { modes: string[] }> };
-    return new Map(body.grants.map((grant) => [grantKey(grant), grant.modes]));
+    const body = (await response.json()) as {
+      grants: Array<AccessGrant & { modes: string[]; endsAt: string | null }>;
+    };
+    return new Map(
+      body.grants.map((grant) => [
+        grantKey(grant),
+        { modes: grant.modes, endsAt: grant.endsAt === null ? null : new Date(grant.endsAt) },
+      ]),
+    );
   }
 
   /** True the first time any replica presents this token id; fails closed when api cannot answer. */
