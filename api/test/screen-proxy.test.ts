@@ -125,7 +125,8 @@ async function endOf(leaseId: string): Promise<number> {
 async function mintOnLiveTarget(leaseId: string): Promise<string> {
   const { provider, ref } = await machineFor(t, computer);
   const { token } = await mintCapability(new CapabilityKeyring({ current: key }), {
-    subject: "user:revocation-test",
+    // the holder's own subject: the proxy checks that it may still control this screen
+    subject: `user:${world.people.member.userId}`,
     workspaceId: world.workspaceId,
     computerId: computer.id,
     screen: 0,
@@ -327,7 +328,7 @@ describe("the screen proxy", () => {
     const vendor = await startVendorScreen(view, secret);
     try {
       const { token } = await mintCapability(new CapabilityKeyring({ current: key }), {
-        subject: "user:vendor-test",
+        subject: `user:${world.people.viewer.userId}`,
         workspaceId: world.workspaceId,
         computerId: computer.id,
         screen: 0,

@@ -363,6 +363,49 @@ describe("the proxy's internal routes", () => {
     expect((await redeem({ authorization }, { jti: "" })).status).toBe(400);
   });
 
+  it("say which modes a capability's subject may still hold, and announce access changes", async () => {
+    const authorization = `Bearer ${await mintServiceToken(keyring)}`;
+    const ask = async (grants: Array<{ subject: string; workspaceId: string }>) => {
+      const response = await fetch(`${t.api.url}/internal/proxy/access`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json" },
+        body: JSON.stringify({ grants }),
+      });
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { grants: Array<{ modes: string[] }> }).grants.map((g) => g.modes);
+    };
+    const following = new AbortController();
+    const stream = await fetch(`${t.api.url}/internal/proxy/access-changes`, {
+      headers: { authorization, accept: "text/event-stream" },
+      signal: following.signal,
+    });
+    if (!stream.body) throw new Error("no body");
+    const events = new EventStreamReader(stream.body);
+    expect(await events.next("ready")).toEqual({});
+    const user = (client: TestClient) => ({ subject: `user:${client.userId}`, workspaceId: w.workspaceId });
+    expect(
+      await ask([
+        user(w.people.member),
+        user(w.people.viewer),
+        user(w.people.outsider),
+        { subject: `user:${w.people.member.userId}`, workspaceId: w.otherWorkspaceId },
+        { subject: "api_key:nonexistent", workspaceId: w.workspaceId },
+        { subject: "nonsense", workspaceId: w.workspaceId },
+      ]),
+    ).toEqual([["view", "control"], ["view"], [], [], [], []]);
+    // a key may view, never control; revoked, it may do neither, and the change is announced
+    const created = expectStatus(
+      await w.people.member.post(`/v1/workspaces/${w.workspaceId}/api-keys`, { name: "k", role: "member" }),
+      201,
+    ).json;
+    const subject = { subject: `api_key:${created.id}`, workspaceId: w.workspaceId };
+    expect(await ask([subject])).toEqual([["view"]]);
+    expectStatus(await w.people.member.delete(`/v1/workspaces/${w.workspaceId}/api-keys/${created.id}`), 204);
+    expect(await events.next("changed")).toEqual({ workspaceId: w.workspaceId });
+    expect(await ask([subject])).toEqual([[]]);
+    following.abort();
+  });
+
   it("answer anyone without a proxy service token exactly like an unknown path", async () => {
     const unknownPath = await fetch(`${t.api.url}/internal/proxy/nothing-here`);
     const expected = await unknownPath.json();
@@ -387,6 +430,14 @@ describe("the proxy's internal routes", () => {
       for (const response of [
         await redeem(headers),
         await fetch(`${t.api.url}/internal/proxy/control-leases`, { headers }),
+        await fetch(`${t.api.url}/internal/proxy/access-changes`, { headers }),
+        await fetch(`${t.api.url}/internal/proxy/access`, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          body: JSON.stringify({
+            grants: [{ subject: `user:${w.people.owner.userId}`, workspaceId: w.workspaceId }],
+          }),
+        }),
       ]) {
         expect(response.status).toBe(404);
         const body = await response.json();

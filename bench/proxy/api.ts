@@ -38,4 +38,32 @@ api = await startApi(
   }),
   { database },
 );
+// The proxy asks api whether a capability's subject may still watch: the bench's subject is a
+// viewer of the bench's workspace (the ids bench/proxy/paths.ts mints for).
+const now = new Date();
+await database.db
+  .insertInto("user")
+  .values({
+    id: "bench",
+    name: "Bench",
+    email: "bench@example.com",
+    emailVerified: false,
+    createdAt: now,
+    updatedAt: now,
+  })
+  .execute();
+await database.db
+  .insertInto("organization")
+  .values({ id: "bench-workspace", name: "Bench", slug: "bench", createdAt: now })
+  .execute();
+await database.db
+  .insertInto("member")
+  .values({
+    id: "bench-member",
+    organizationId: "bench-workspace",
+    userId: "bench",
+    role: "viewer",
+    createdAt: now,
+  })
+  .execute();
 console.log(`API_URL=${api.url}`);

@@ -107,7 +107,7 @@ export interface ApiKeyTable {
   metadata: string | null;
 }
 
-/** Better Auth's rate-limit counters (migration 0007): one per client address and auth path. */
+/** Better Auth's rate-limit counters (migration 0006): one per client address and auth path. */
 export interface RateLimitTable {
   id: string;
   key: string;

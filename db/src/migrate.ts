@@ -3,7 +3,8 @@ import * as accounts from "./migrations/0001_accounts.ts";
 import * as domain from "./migrations/0002_domain.ts";
 import * as screenCapabilities from "./migrations/0003_screen_capabilities.ts";
 import * as checkpoints from "./migrations/0004_checkpoints.ts";
-import * as authRateLimit from "./migrations/0007_auth_rate_limit.ts";
+import * as accessChanges from "./migrations/0005_access_changes.ts";
+import * as authRateLimit from "./migrations/0006_auth_rate_limit.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -11,7 +12,8 @@ export const migrations: Record<string, Migration> = {
   "0002_domain": domain,
   "0003_screen_capabilities": screenCapabilities,
   "0004_checkpoints": checkpoints,
-  "0007_auth_rate_limit": authRateLimit,
+  "0005_access_changes": accessChanges,
+  "0006_auth_rate_limit": authRateLimit,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

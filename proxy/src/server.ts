@@ -6,7 +6,8 @@ import { Hono } from "hono";
 import pino, { type Logger } from "pino";
 import proxyAddr from "proxy-addr";
 import { WebSocketServer } from "ws";
-import { ApiLink } from "./api-link/api-link.ts";
+import { AccessChangeWatch } from "./api-link/access-changes.ts";
+import { ApiLink, grantKey, type ScreenAccess } from "./api-link/api-link.ts";
 import { ControlLeaseWatch } from "./api-link/control-leases.ts";
 import {
   CapabilityKeyring,
@@ -29,6 +30,11 @@ export { CLOSE } from "./sockets/screen-socket.ts";
 const ACTIVITY_REPORT_MS = 15_000;
 // A control socket may open a moment before the proxy hears of its brand-new lease.
 const LEASE_ARRIVAL_WAIT_MS = 2_000;
+// How long view sockets outlive a broken access stream. An api restart is back within it (the
+// stream reconnects in at most two seconds and every socket is checked again), so viewers do not
+// notice routine restarts; an api that stays away cannot leave unverifiable sockets running.
+const ACCESS_UNVERIFIED_GRACE_MS = 5_000;
+const RECHECK_FLOOR_MS = 250;
 
 export interface RunningProxy {
   readonly url: string;
@@ -36,6 +42,8 @@ export interface RunningProxy {
   readonly metrics: ProxyMetrics;
   /** True while the control lease stream from api is live. */
   controlLeasesFollowed(): boolean;
+  /** True while the access change stream from api is live. */
+  accessChangesFollowed(): boolean;
   close(): Promise<void>;
 }
 
@@ -56,6 +64,7 @@ export async function startProxy(
   });
   const link = new ApiLink(config.apiUrl, keyring);
   const watch = new ControlLeaseWatch(link, logger);
+  const access = new AccessChangeWatch(link, logger);
   const metrics = new ProxyMetrics();
   const perIp = new SocketLimit(config.maxSocketsPerIp);
   // The api's rule (TRUSTED_PROXIES): the peer, unless it is a configured proxy of ours.
@@ -69,6 +78,7 @@ export async function startProxy(
       c.json({
         ok: true,
         controlLeases: watch.connected ? "followed" : "unavailable",
+        accessChanges: access.connected ? "followed" : "unavailable",
         sockets: {
           view: [...sockets].filter((s) => s.capability.mode === "view").length,
           control: [...sockets].filter((s) => s.capability.mode === "control").length,
@@ -94,16 +104,84 @@ export async function startProxy(
   watch.on("changed", (lease) => {
     for (const socket of controlSockets(lease.id)) socket.followLease(lease);
   });
-  // Without the stream a release could go unheard: control fails closed, view goes on.
+  // Without the stream a release could go unheard: control fails closed (view holds no lease).
   watch.on("lost", () => {
     for (const socket of sockets)
       if (socket.capability.mode === "control") socket.close("controlUnverifiable");
   });
 
+  // Access taken away closes the sockets it opened: api is asked again about every open socket of a
+  // workspace whose access changed, and about all of them once the stream is back after a break.
+  let accessEvents = 0;
+  let unverified: NodeJS.Timeout | undefined;
+  access.on("changed", (workspaceId) => {
+    accessEvents++;
+    void recheckAccess([...sockets].filter((socket) => socket.capability.workspaceId === workspaceId));
+  });
+  access.on("ready", () => {
+    accessEvents++;
+    clearTimeout(unverified);
+    void recheckAccess([...sockets]);
+  });
+  // Control fails closed at once, as above; view sockets get a short grace (see its constant).
+  access.on("lost", () => {
+    accessEvents++;
+    for (const socket of sockets)
+      if (socket.capability.mode === "control") socket.close("controlUnverifiable");
+    unverified = setTimeout(() => {
+      for (const socket of sockets) socket.close("accessUnverifiable");
+    }, ACCESS_UNVERIFIED_GRACE_MS).unref();
+  });
+
+  /**
+   * Closes each socket whose subject may no longer hold its mode, and checks again when access
+   * ends by itself; fails closed when api cannot say.
+   */
+  async function recheckAccess(open: ScreenSocket[]) {
+    if (open.length === 0) return;
+    let access: Map<string, ScreenAccess>;
+    try {
+      access = await link.screenAccess(open.map((socket) => socket.capability));
+    } catch (error) {
+      logger.warn({ err: error instanceof Error ? error.message : String(error) }, "access check failed");
+      for (const socket of open) socket.close("accessUnverifiable");
+      return;
+    }
+    for (const socket of open) {
+      const { subject, workspaceId, computerId, mode, jti } = socket.capability;
+      const now = access.get(grantKey(socket.capability));
+      if (now?.modes.includes(mode)) {
+        if (now.endsAt) recheckAt(socket, now.endsAt);
+        continue;
+      }
+      logger.info(
+        { subject, workspace: workspaceId, computer: computerId, mode, jti },
+        "screen access ended",
+      );
+      socket.close("accessRevoked");
+    }
+  }
+
+  const endings = new Map<ScreenSocket, NodeJS.Timeout>();
+  function recheckAt(socket: ScreenSocket, endsAt: Date) {
+    clearTimeout(endings.get(socket));
+    // api judges the end by the database's clock: if ours runs ahead, ask again shortly, not in a
+    // loop. Timers hold at most about 24.8 days; a later end is looked at again then.
+    const wait = Math.min(Math.max(RECHECK_FLOOR_MS, endsAt.getTime() - Date.now()), 2 ** 31 - 1);
+    endings.set(
+      socket,
+      setTimeout(() => void recheckAccess([socket]), wait),
+    );
+  }
+
   /** Unauthorised callers learn nothing: every refusal is the same bare 404. */
   function refuse(socket: Duplex, reason: string, request: IncomingMessage) {
     metrics.refusals.inc({ reason });
-    logger.info({ reason, ip: clientIp(request) }, "screen socket refused");
+    // A token signed with our key but naming another target than it seals: the key is misused.
+    logger[reason === "target-mismatch" ? "warn" : "info"](
+      { reason, ip: clientIp(request) },
+      "screen socket refused",
+    );
     socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
     socket.destroy();
   }
@@ -127,6 +205,17 @@ export async function startProxy(
       }
       releaseSubject = perSubject.take(capability.subject);
       if (!releaseSubject) return refuse(socket, "subject-limit", request);
+      // A capability outlives a minute of changes: access is checked now, not only at minting.
+      if (!(await access.whenConnected(LEASE_ARRIVAL_WAIT_MS)))
+        return refuse(socket, "access-unverifiable", request);
+      const eventsBefore = accessEvents;
+      let granted: ScreenAccess | undefined;
+      try {
+        granted = (await link.screenAccess([capability])).get(grantKey(capability));
+      } catch {
+        return refuse(socket, "api-unavailable", request);
+      }
+      if (!granted?.modes.includes(capability.mode)) return refuse(socket, "access-revoked", request);
       let lease: Awaited<ReturnType<ControlLeaseWatch["waitFor"]>>;
       if (capability.controlLeaseId !== undefined) {
         lease = await watch.waitFor(capability.controlLeaseId, LEASE_ARRIVAL_WAIT_MS);
@@ -154,9 +243,14 @@ export async function startProxy(
         ),
       );
       sockets.add(open);
+      // A change heard between the check and now found no socket to close: check this one again.
+      if (accessEvents !== eventsBefore) void recheckAccess([open]);
+      if (granted.endsAt) recheckAt(open, granted.endsAt);
       reportActivity([capability.computerId]);
       await open.ended;
       sockets.delete(open);
+      clearTimeout(endings.get(open));
+      endings.delete(open);
     } finally {
       releaseIp();
       releaseSubject?.();
@@ -187,6 +281,7 @@ export async function startProxy(
     server.listen(config.port, config.host, () => resolve());
   });
   watch.start();
+  access.start();
   const port = (server.address() as AddressInfo).port;
   logger.info({ port }, "screen proxy listening");
 
@@ -195,9 +290,12 @@ export async function startProxy(
     port,
     metrics,
     controlLeasesFollowed: () => watch.connected,
+    accessChangesFollowed: () => access.connected,
     async close() {
       clearInterval(activityTimer);
       await watch.stop();
+      access.stop();
+      clearTimeout(unverified);
       for (const socket of sockets) socket.close("shuttingDown");
       await Promise.all([...sockets].map((socket) => socket.ended));
       wss.close();

@@ -8,6 +8,7 @@ import { iso, isoOrNull } from "../http/iso.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
+import { parseKeyMetadata } from "./key-role.ts";
 
 const ApiKeySchema = z
   .object({
@@ -179,7 +180,7 @@ async function findKey(c: Context<AppEnv>, keyId: string): Promise<KeyRow> {
 }
 
 function toApiKey(row: KeyRow): z.infer<typeof ApiKeySchema> {
-  const metadata = parseMetadata(row.metadata);
+  const metadata = parseKeyMetadata(row.metadata);
   return {
     id: row.id,
     name: row.name ?? row.id,
@@ -191,13 +192,4 @@ function toApiKey(row: KeyRow): z.infer<typeof ApiKeySchema> {
     expiresAt: isoOrNull(row.expiresAt),
     lastUsedAt: isoOrNull(row.lastRequest),
   };
-}
-
-function parseMetadata(text: string | null): { role?: unknown; createdBy?: unknown } {
-  try {
-    const value: unknown = JSON.parse(text ?? "{}");
-    return typeof value === "object" && value !== null ? value : {};
-  } catch {
-    return {};
-  }
 }

@@ -1,7 +1,7 @@
 import type { DatabaseHandle } from "@cubicle/db";
 import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
-import { isWorkspaceRole, lowerOf } from "../access/roles.ts";
+import { keyRole } from "../api-keys/key-role.ts";
 import type { AuditLog } from "../audit/audit-log.ts";
 import type { AppEnv } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
@@ -79,26 +79,15 @@ async function principalFromApiKey(
   const verified = await auth.api.verifyApiKey({ body: { key: presented } });
   if (!verified.valid || !verified.key) return reject(verified.error?.code ?? "INVALID_API_KEY");
   const key = verified.key;
-  const metadata = (key.metadata ?? {}) as { role?: unknown; createdBy?: unknown };
-  if (!isWorkspaceRole(metadata.role) || typeof metadata.createdBy !== "string")
-    return reject("KEY_METADATA_INVALID");
-
-  // A key never outranks the person who made it, and stops working when they leave.
-  const creator = await database.db
-    .selectFrom("member")
-    .select("role")
-    .where("organizationId", "=", key.referenceId)
-    .where("userId", "=", metadata.createdBy)
-    .executeTakeFirst();
-  if (!creator || !isWorkspaceRole(creator.role)) return reject("KEY_CREATOR_LEFT_WORKSPACE");
-  const role = lowerOf(metadata.role, creator.role);
+  const granted = await keyRole(database.db, key.referenceId, key.metadata);
+  if ("refused" in granted) return reject(granted.refused);
   return {
     kind: "api_key",
     keyId: key.id,
     name: key.name ?? key.id,
     workspaceId: key.referenceId,
-    role,
-    createdBy: metadata.createdBy,
+    role: granted.role,
+    createdBy: granted.createdBy,
   };
 }
 

@@ -1,18 +1,23 @@
 import { verifyServiceToken } from "@cubicle/proxy/capability";
 import type { Context } from "hono";
-import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { touchComputer } from "../computers/lifecycle.ts";
 import type { AppEnv } from "../context.ts";
+import { iso } from "../http/iso.ts";
 import { HttpProblem, noSuchRoute } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
+import { ACCESS_CHANGES_CHANNEL, screenAccessOf } from "../screens/access.ts";
 import { allLiveLeases, CONTROL_LEASES_CHANNEL, type LeaseEvent } from "../screens/control-leases.ts";
+import { streamNotifications } from "./notification-stream.ts";
 import { redeem } from "./redemptions.ts";
 
-// The proxy treats 25 s of silence as a dead stream.
-const KEEP_ALIVE_MS = 10_000;
-
 const ActivitySchema = z.object({ computerIds: z.array(z.string().min(1).max(200)).max(10_000) });
+
+const AccessSchema = z.object({
+  grants: z
+    .array(z.object({ subject: z.string().min(1).max(200), workspaceId: z.string().min(1).max(200) }))
+    .max(10_000),
+});
 
 const RedemptionSchema = z.object({
   jti: z.string().min(1).max(200),
@@ -20,9 +25,11 @@ const RedemptionSchema = z.object({
 });
 
 /**
- * What proxy replicas ask of api: the replay guard for capabilities, and a stream of control
- * lease changes (how every replica closes control sockets within a second of release or expiry),
- * and which computers have open screen sockets (activity, for idle suspension).
+ * What proxy replicas ask of api: the replay guard for capabilities, a stream of control lease
+ * changes (how every replica closes control sockets within a second of release or expiry), a
+ * stream of access changes and the check it prompts (how every replica closes the sockets of
+ * access taken away within a second), and which computers have open screen sockets (activity, for
+ * idle suspension).
  * Not part of the public API (no /v1, not in the OpenAPI document). Callers prove themselves with a
  * proxy service token; anyone else gets the answer of an unknown path.
  */
@@ -54,76 +61,63 @@ export function proxyRoutes() {
     return c.body(null, 204);
   });
 
+  // The modes each capability's subject may still hold a socket in: asked at admission, and
+  // again for the open sockets of a workspace whose access changed.
+  app.post("/internal/proxy/access", async (c) => {
+    const body = AccessSchema.safeParse(await c.req.json().catch(() => undefined));
+    if (!body.success)
+      throw new HttpProblem(400, "VALIDATION_FAILED", "Send {grants: [{subject, workspaceId}]}.");
+    const grants = [];
+    for (const grant of body.data.grants) {
+      const { modes, endsAt } = await screenAccessOf(
+        c.var.deps.database.db,
+        grant.subject,
+        grant.workspaceId,
+      );
+      grants.push({ ...grant, modes, endsAt: endsAt && iso(endsAt) });
+    }
+    return c.json({ grants }, 200);
+  });
+
   app.get("/internal/proxy/control-leases", (c) => streamLeases(c));
+  app.get("/internal/proxy/access-changes", (c) => streamAccessChanges(c));
   return app;
 }
 
 /**
  * `snapshot` (every live lease), then `granted` / `renewed` (a lease) and `ended` ({id, reason})
- * as they commit. The stream ends when api shuts down, or when the database connection it
- * listens on was lost and re-established (changes may have been missed meanwhile), so the proxy
- * reconnects and starts again from a fresh snapshot.
+ * as they commit.
  */
 function streamLeases(c: Context<AppEnv>) {
-  const { database, logger, stopping } = c.var.deps;
-  const response = streamSSE(c, (stream) =>
-    followLeases(stream).catch((error: unknown) => {
-      logger.error({ err: error }, "control lease stream failed");
+  return streamNotifications(c, {
+    channel: CONTROL_LEASES_CHANNEL,
+    name: "control lease",
+    first: async () => ({
+      event: "snapshot",
+      data: JSON.stringify({ leases: await allLiveLeases(c.var.deps.database.db) }),
     }),
-  );
-  // Its connection is not reused: an idle kept-alive socket would hold up a shutdown's close().
-  response.headers.set("connection", "close");
-  return response;
+    toMessage(payload) {
+      const event = JSON.parse(payload) as LeaseEvent;
+      return event.type === "ended"
+        ? { event: "ended", data: JSON.stringify({ id: event.id, reason: event.reason }) }
+        : { event: event.type, data: JSON.stringify(event.lease) };
+    },
+  });
+}
 
-  async function followLeases(stream: SSEStreamingApi) {
-    const pending: LeaseEvent[] = [];
-    let wake = () => {};
-    let stale = false;
-    const finish = () => wake();
-    // Listening starts before the snapshot is read, so no change falls between the two; a change
-    // that the snapshot already shows is sent again, which a proxy applies idempotently.
-    const unlisten = await database.listen(
-      CONTROL_LEASES_CHANNEL,
-      (payload) => {
-        try {
-          pending.push(JSON.parse(payload) as LeaseEvent);
-        } catch (error) {
-          logger.error({ err: error }, "malformed control lease notification");
-        }
-        wake();
-      },
-      () => {
-        stale = true;
-        wake();
-      },
-    );
-    stopping.addEventListener("abort", finish);
-    stream.onAbort(finish);
-    try {
-      const leases = await allLiveLeases(database.db);
-      await stream.writeSSE({ event: "snapshot", data: JSON.stringify({ leases }) });
-      while (!stream.aborted && !stopping.aborted && !stale) {
-        const event = pending.shift();
-        if (event) {
-          await stream.writeSSE(
-            event.type === "ended"
-              ? { event: "ended", data: JSON.stringify({ id: event.id, reason: event.reason }) }
-              : { event: event.type, data: JSON.stringify(event.lease) },
-          );
-          continue;
-        }
-        const woken = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), KEEP_ALIVE_MS);
-          wake = () => {
-            clearTimeout(timer);
-            resolve(true);
-          };
-        });
-        if (!woken) await stream.write(": keep-alive\n\n");
-      }
-    } finally {
-      stopping.removeEventListener("abort", finish);
-      await unlisten();
-    }
-  }
+/**
+ * `ready` once api listens, then `changed` ({workspaceId}) whenever access in a workspace may
+ * have been taken away. The proxy checks its sockets there again (POST /internal/proxy/access):
+ * all of them on `ready`, since changes may have gone unheard while it was not following.
+ */
+function streamAccessChanges(c: Context<AppEnv>) {
+  return streamNotifications(c, {
+    channel: ACCESS_CHANGES_CHANNEL,
+    name: "access change",
+    first: async () => ({ event: "ready", data: "{}" }),
+    toMessage(payload) {
+      const { workspaceId } = z.object({ workspaceId: z.string() }).parse(JSON.parse(payload));
+      return { event: "changed", data: JSON.stringify({ workspaceId }) };
+    },
+  });
 }

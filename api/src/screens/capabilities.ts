@@ -6,13 +6,13 @@ import {
   type ScreenMode,
   type ScreenTarget,
 } from "@cubicle/proxy/capability";
-import { personRequired, roleForbidden } from "../access/guards.ts";
-import { hasRole } from "../access/roles.ts";
+import { personRequired } from "../access/guards.ts";
 import type { AuditLog } from "../audit/audit-log.ts";
 import { actorOf, type Principal } from "../auth/principal.ts";
 import { machineOf } from "../computers/repository.ts";
 import type { WorkspaceAccess } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
+import { controlRefusal, subjectOf } from "./access.ts";
 import { liveLease } from "./control-leases.ts";
 import { type ControlServerDeps, openControlFor } from "./control-server.ts";
 
@@ -41,8 +41,8 @@ export async function mintScreenCapability(
     const { provider, ref } = await machineOf(deps, computer);
     target = await provider.openScreen(ref, screen);
   } else {
-    if (principal.kind !== "user") throw personRequired();
-    if (!hasRole(access.role, "member")) throw roleForbidden("member", access.role);
+    const refusal = controlRefusal(principal.kind, access.role);
+    if (refusal || principal.kind !== "user") throw refusal ?? personRequired();
     const lease = await liveLease(deps.database.db, computer.id, screen);
     if (lease?.holder_user_id !== principal.userId) {
       throw new HttpProblem(
@@ -56,7 +56,7 @@ export async function mintScreenCapability(
   }
 
   const minted = await mintCapability(deps.capabilities, {
-    subject: principal.kind === "user" ? `user:${principal.userId}` : `api_key:${principal.keyId}`,
+    subject: subjectOf(principal),
     workspaceId: computer.workspace_id,
     computerId: computer.id,
     screen,

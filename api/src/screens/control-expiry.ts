@@ -1,18 +1,19 @@
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
-import { expireDue, type LeaseStore } from "./control-leases.ts";
+import { expireDue, type LeaseStore, revokeFormerControllers } from "./control-leases.ts";
 import { type ControlServerDeps, closeControlUnlessHeld } from "./control-server.ts";
 
 /**
- * Ends control leases whose time ran out and stops their control servers. Four times a second:
- * together with the proxies' event stream, a control socket closes within a second of expiry.
- * (Each expired lease is also claimed by exactly one UPDATE; see expireDue.)
+ * Ends control leases whose time ran out, or whose holder may no longer control the screen, and
+ * stops their control servers. Four times a second: together with the proxies' event stream, a
+ * control socket closes within a second of expiry. (Each lease is also claimed by exactly one
+ * UPDATE; see expireDue and revokeFormerControllers.)
  */
 export function controlExpiryJob(deps: LeaseStore & ControlServerDeps): PeriodicJob {
   return {
     name: "control-lease-expiry",
     everyMs: 250,
     async run() {
-      for (const lease of await expireDue(deps)) {
+      for (const lease of [...(await expireDue(deps)), ...(await revokeFormerControllers(deps))]) {
         const computer = await deps.database.db
           .selectFrom("computers")
           .selectAll()

@@ -1,7 +1,9 @@
 import type { ControlLease, Database, DatabaseHandle } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
+import { WORKSPACE_ROLES } from "../access/roles.ts";
 import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import { iso } from "../http/iso.ts";
+import { controlRefusal } from "./access.ts";
 
 /**
  * Control leases in the database: one live lease per screen (the partial unique index
@@ -145,6 +147,40 @@ export async function expireDue(
   const expired = await query.returningAll().execute();
   for (const lease of expired) await recordChange(store, db, SYSTEM_ACTOR, "expired", lease);
   return expired;
+}
+
+/** The roles whose holders may control a screen (screens/access.ts says who may). */
+const CONTROLLING_ROLES = WORKSPACE_ROLES.filter((role) => controlRefusal("user", role) === undefined);
+
+/**
+ * Ends, as revoked, every live lease whose holder may no longer control screens of its workspace
+ * (removed from it, or given a role below member), so that its control server stops and the screen
+ * is free again instead of staying held until the lease runs out. One UPDATE, like expireDue.
+ */
+export async function revokeFormerControllers(
+  store: LeaseStore,
+  db: Kysely<Database> = store.database.db,
+): Promise<ControlLease[]> {
+  const revoked = await db
+    .updateTable("control_leases")
+    .set({ released_at: sql`now()`, release_reason: "revoked" })
+    .where("released_at", "is", null)
+    .where("expires_at", ">", sql<Date>`now()`)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom("member")
+            .select("member.id")
+            .whereRef("member.organizationId", "=", "control_leases.workspace_id")
+            .whereRef("member.userId", "=", "control_leases.holder_user_id")
+            .where("member.role", "in", CONTROLLING_ROLES),
+        ),
+      ),
+    )
+    .returningAll()
+    .execute();
+  for (const lease of revoked) await recordChange(store, db, SYSTEM_ACTOR, "revoked", lease);
+  return revoked;
 }
 
 export interface Grant {

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { ApiLink } from "./api-link.ts";
-import { readServerSentEvents } from "./sse.ts";
+import { FollowedStream } from "./event-stream.ts";
 
 export interface ActiveControlLease {
   id: string;
@@ -20,10 +20,6 @@ interface Events {
   lost: [];
 }
 
-const RECONNECT_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
-// api sends a keep-alive every 10 s; silence past this means the stream is dead, even if TCP is not.
-const SILENCE_LIMIT_MS = 25_000;
-
 /**
  * Follows api's stream of active control leases (a snapshot, then changes) so that every proxy
  * replica closes a control socket within a second of its lease being released or expiring, without
@@ -33,14 +29,15 @@ export class ControlLeaseWatch extends EventEmitter<Events> {
   private readonly leases = new Map<string, ActiveControlLease>();
   private connectedNow = false;
   private stopped = false;
-  private abort: AbortController | undefined;
   private readonly waiters = new Set<() => void>();
+  private readonly stream: FollowedStream;
 
-  constructor(
-    private readonly link: ApiLink,
-    private readonly logger: Logger,
-  ) {
+  constructor(link: ApiLink, logger: Logger) {
     super();
+    this.stream = new FollowedStream(link, "/internal/proxy/control-leases", "control lease", logger, {
+      onEvent: (event, data) => this.apply(event, data),
+      onLost: () => this.markLost(),
+    });
   }
 
   get connected(): boolean {
@@ -48,12 +45,12 @@ export class ControlLeaseWatch extends EventEmitter<Events> {
   }
 
   start(): void {
-    void this.run();
+    this.stream.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.abort?.abort();
+    this.stream.stop();
     this.wake();
   }
 
@@ -79,52 +76,6 @@ export class ControlLeaseWatch extends EventEmitter<Events> {
   private wake(): void {
     for (const waiter of this.waiters) waiter();
     this.waiters.clear();
-  }
-
-  private async run(): Promise<void> {
-    let attempt = 0;
-    while (!this.stopped) {
-      try {
-        await this.follow(() => {
-          attempt = 0;
-        });
-      } catch (error) {
-        // api starting or restarting is routine; only a stream that stays down is worth a warning
-        const level = attempt >= RECONNECT_DELAYS_MS.length ? "warn" : "debug";
-        if (!this.stopped)
-          this.logger[level](
-            { err: error instanceof Error ? error.message : String(error) },
-            "control lease stream failed",
-          );
-      }
-      this.markLost();
-      if (this.stopped) return;
-      const delay = RECONNECT_DELAYS_MS[Math.min(attempt++, RECONNECT_DELAYS_MS.length - 1)];
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
-  }
-
-  private async follow(onSnapshot: () => void): Promise<void> {
-    this.abort = new AbortController();
-    let silence = setTimeout(() => this.abort?.abort(), SILENCE_LIMIT_MS);
-    try {
-      const response = await fetch(`${this.link.apiUrl}/internal/proxy/control-leases`, {
-        headers: { authorization: await this.link.authorization(), accept: "text/event-stream" },
-        signal: this.abort.signal,
-      });
-      if (response.status !== 200 || !response.body) {
-        await response.body?.cancel();
-        throw new Error(`api answered ${response.status} to the control lease stream`);
-      }
-      for await (const { event, data } of readServerSentEvents(response.body)) {
-        clearTimeout(silence);
-        silence = setTimeout(() => this.abort?.abort(), SILENCE_LIMIT_MS);
-        this.apply(event, JSON.parse(data));
-        if (event === "snapshot") onSnapshot();
-      }
-    } finally {
-      clearTimeout(silence);
-    }
   }
 
   private apply(event: string, data: unknown): void {

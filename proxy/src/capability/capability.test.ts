@@ -222,6 +222,35 @@ describe("screen capabilities", () => {
         }),
       "sealed-target",
     ],
+    // Signed with the real key, so only the binding to the sealed target can tell.
+    ...(
+      [
+        ["sub", "user:u2"],
+        ["ws", "ws-b"],
+        ["cmp", "cmp-2"],
+        ["scr", 3],
+        ["mode", "control"],
+      ] as const
+    ).map(([claim, other]): [string, () => Promise<unknown>, RefusalReason] => [
+      `a ${claim} claim naming another ${claim === "sub" ? "subject" : "target"} than the sealed one`,
+      async () =>
+        resign((await mintCapability(keyring, grant)).token, (p) => {
+          p[claim] = other;
+          if (claim === "mode") p.lease = "lease-1";
+        }),
+      "target-mismatch",
+    ]),
+    [
+      "a lease claim naming another lease than the sealed one",
+      async () =>
+        resign(
+          (await mintCapability(keyring, { ...grant, mode: "control", controlLeaseId: "lease-1" })).token,
+          (p) => {
+            p.lease = "lease-2";
+          },
+        ),
+      "target-mismatch",
+    ],
     ["a service token presented as a capability", () => mintServiceToken(keyring), "wrong-type"],
     ["not a token at all", async () => "hello", "malformed"],
     ["a token in an object", async () => ({ token: "x" }), "malformed"],

@@ -69,7 +69,7 @@ export async function mintCapability(
     scr: grant.screen,
     mode: grant.mode,
     ...(grant.controlLeaseId === undefined ? {} : { lease: grant.controlLeaseId }),
-    tgt: await seal(key, grant.target),
+    tgt: await seal(key, { for: bindingOf(grant), target: grant.target }),
   };
   const token = await sign(SCREEN_CAPABILITY, key, payload, issuedAt, ttl);
   return { token, jti, expiresAt: new Date((issuedAt + ttl) * 1000) };
@@ -77,7 +77,8 @@ export async function mintCapability(
 
 /**
  * Accepts a token once: pinned algorithm, known key id, our issuer and audience, within its time,
- * well-formed claims, an intact sealed target, and a `jti` never presented before.
+ * well-formed claims, an intact sealed target sealed for exactly these claims, and a `jti` never
+ * presented before.
  */
 export async function verifyCapability(
   keyring: CapabilityKeyring,
@@ -96,6 +97,7 @@ export async function verifyCapability(
     typeof tgt !== "string"
   )
     throw new CapabilityRefused("claims");
+  const sealed = await unseal(key, tgt);
   const grant: CapabilityGrant = {
     subject: payload.sub,
     workspaceId: ws,
@@ -103,13 +105,16 @@ export async function verifyCapability(
     screen: scr,
     mode: mode as ScreenMode,
     ...(lease === undefined ? {} : { controlLeaseId: lease }),
-    target: await unseal(key, tgt),
+    target: sealed.target,
   };
   try {
     checkGrant(grant);
   } catch {
     throw new CapabilityRefused("claims");
   }
+  // Logs, limits, activity and revocation all go by the claims; they must name what the target is.
+  if (JSON.stringify(bindingOf(grant)) !== JSON.stringify(sealed.for))
+    throw new CapabilityRefused("target-mismatch");
   const expiresAt = new Date(payload.exp * 1000);
   if (!(await options.replay.claim(payload.jti, expiresAt))) throw new CapabilityRefused("replayed");
   return { ...grant, jti: payload.jti, issuedAt: new Date(payload.iat * 1000), expiresAt, keyId: key.id };
@@ -122,16 +127,46 @@ function checkGrant(grant: CapabilityGrant): void {
     throw new RangeError("a control lease id comes with control mode, and only with it");
 }
 
+/**
+ * The claims a target is sealed for, in one fixed shape and key order, so that the sealed copy and
+ * the readable claims compare as text. The sealed copy is authenticated encryption under its own
+ * key: a token whose claims were changed and signed again still carries the original identity.
+ */
+function bindingOf(grant: CapabilityGrant): Binding {
+  return {
+    sub: grant.subject,
+    ws: grant.workspaceId,
+    cmp: grant.computerId,
+    scr: grant.screen,
+    mode: grant.mode,
+    lease: grant.controlLeaseId ?? null,
+  };
+}
+
+interface Binding {
+  sub: string;
+  ws: string;
+  cmp: string;
+  scr: number;
+  mode: ScreenMode;
+  lease: string | null;
+}
+
+interface Sealed {
+  for: unknown;
+  target: ScreenTarget;
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function seal(key: CapabilityKey, target: ScreenTarget): Promise<string> {
-  return new CompactEncrypt(encoder.encode(JSON.stringify(target)))
+function seal(key: CapabilityKey, sealed: { for: Binding; target: ScreenTarget }): Promise<string> {
+  return new CompactEncrypt(encoder.encode(JSON.stringify(sealed)))
     .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid: key.id })
     .encrypt(key.sealing);
 }
 
-async function unseal(key: CapabilityKey, sealed: string): Promise<ScreenTarget> {
+async function unseal(key: CapabilityKey, sealed: string): Promise<Sealed> {
   let plaintext: Uint8Array;
   try {
     ({ plaintext } = await compactDecrypt(sealed, key.sealing, {
@@ -141,18 +176,19 @@ async function unseal(key: CapabilityKey, sealed: string): Promise<ScreenTarget>
   } catch {
     throw new CapabilityRefused("sealed-target");
   }
-  const target = parseTarget(decoder.decode(plaintext));
-  if (!target) throw new CapabilityRefused("sealed-target");
-  return target;
-}
-
-function parseTarget(text: string): ScreenTarget | undefined {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(decoder.decode(plaintext));
   } catch {
-    return undefined;
+    throw new CapabilityRefused("sealed-target");
   }
+  const target =
+    typeof value === "object" && value !== null ? parseTarget(Reflect.get(value, "target")) : undefined;
+  if (!target) throw new CapabilityRefused("sealed-target");
+  return { for: Reflect.get(value as object, "for"), target };
+}
+
+function parseTarget(value: unknown): ScreenTarget | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const target = value as Record<string, unknown>;
   if (target.kind === "vnc") {

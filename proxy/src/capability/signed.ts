@@ -17,6 +17,8 @@ export type RefusalReason =
   | "lifetime"
   | "claims"
   | "sealed-target"
+  /** Signed with our key, but its claims name another subject or screen than its sealed target. */
+  | "target-mismatch"
   | "replayed";
 
 /** A token that is not accepted. The reason is for logs and metrics; callers see only a generic refusal. */

@@ -16,6 +16,8 @@ export const CLOSE = {
   controlEnded: { code: 4001, reason: "control ended" },
   idle: { code: 4002, reason: "idle" },
   controlUnverifiable: { code: 4003, reason: "control cannot be verified" },
+  accessRevoked: { code: 4004, reason: "access revoked" },
+  accessUnverifiable: { code: 4005, reason: "access cannot be verified" },
   shuttingDown: { code: 1001, reason: "proxy shutting down" },
 } as const;
 export type CloseKind = keyof typeof CLOSE;
