@@ -28,6 +28,8 @@ export class HelperRun {
     private readonly what: string,
   ) {
     this.source = this.stdout();
+    // a write after the program ended fails here too; reads report the failure, never a crash
+    stream.on("error", () => undefined);
   }
 
   /** home-files.pl with `op` and its arguments; `timeoutSeconds` is enforced inside the computer. */
