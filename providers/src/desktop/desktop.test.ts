@@ -1,11 +1,19 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type CommandEvent, type CommandRequest, type MachineRef, ProviderError } from "../contract/index.ts";
 import { browsersIn } from "./browsers.ts";
 import { createDesktopProvider, type DesktopProvider } from "./index.ts";
@@ -17,6 +25,8 @@ import { findOnPath, SAFE_PATH } from "./processes.ts";
  */
 
 const OUTSIDE = "path is outside this computer's home";
+/** Reads, listings, writes and deletes each, raced against a symlink swap. */
+const RACE_OPS = 2_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 let homesDir = "";
@@ -190,6 +200,64 @@ describe("desktop provider", () => {
     expect(await provider.listFiles(ref, "")).toEqual([]);
     expect(existsSync("/etc/passwd")).toBe(true);
     expect(existsSync("/etc/hostname")).toBe(true);
+  });
+
+  it("keeps every file operation in the home while a program swaps a folder for a symlink", {
+    timeout: 300_000,
+  }, async () => {
+    const ref = await fresh();
+    const home = join(homesDir, ref.homeKey);
+    const outside = await mkdtemp(join(tmpdir(), "cubicle-desktop-race-"));
+    const marker = `OUTSIDE-${randomBytes(6).toString("hex")}`;
+    const names = ["f", "g", "victim"];
+    for (const name of [...names, "outside-only"]) writeFileSync(join(outside, name), `${marker}\n`);
+    mkdirSync(join(home, "race", "d"), { recursive: true });
+    for (const name of names) writeFileSync(join(home, "race", "d", name), `inside ${name}\n`);
+    symlinkSync(outside, join(home, "race", "link"));
+    // race/d and race/link exchanged atomically (renameat2 RENAME_EXCHANGE): race/d is by turns
+    // the real folder and a symlink out of the home, with no moment in between
+    const attacker = spawn(
+      "perl",
+      [
+        "-e",
+        'my ($sys, $race) = @ARGV; syscall($sys, -100, "$race/d", -100, "$race/link", 2) while 1',
+        process.arch === "arm64" ? "276" : "316",
+        join(home, "race"),
+      ],
+      { stdio: "ignore" },
+    );
+    onTestFinished(() => {
+      attacker.kill("SIGKILL");
+    });
+    const seen: string[] = [];
+    const tolerated = async (call: () => Promise<unknown>) => {
+      try {
+        return await call();
+      } catch (error) {
+        // refused or failed because the ground moved: fine; what must never happen is a leak
+        if (!(error instanceof ProviderError)) throw error;
+        return null;
+      }
+    };
+    try {
+      for (let i = 0; i < RACE_OPS; i++) {
+        const name = names[i % names.length] ?? "f";
+        const data = await tolerated(() => provider.readFile(ref, `race/d/${name}`, { maxBytes: 1_000 }));
+        if (data && Buffer.from(data as Uint8Array).includes(marker)) seen.push(`read ${name}`);
+        const listed = (await tolerated(() => provider.listFiles(ref, "race/d"))) as
+          | { name: string }[]
+          | null;
+        if (listed?.some((entry) => entry.name === "outside-only")) seen.push("listing");
+        await tolerated(() => provider.writeFile(ref, `race/d/written-${i}`, new Uint8Array([1])));
+        await tolerated(() => provider.deleteFile(ref, `race/d/${i % 2 ? "victim" : `written-${i - 1}`}`));
+      }
+    } finally {
+      attacker.kill("SIGKILL");
+    }
+    expect(seen).toEqual([]);
+    // nothing written, nothing deleted outside the home
+    expect(readdirSync(outside).sort()).toEqual([...names, "outside-only"].sort());
+    await rm(outside, { recursive: true, force: true });
   });
 
   it("kills a grandchild when a command times out", async () => {

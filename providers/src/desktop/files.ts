@@ -1,8 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
-import { dirname, join, posix, sep } from "node:path";
 import { type FileEntry, outsideHome, ProviderError, tooLarge } from "../contract/index.ts";
+import { inside, removeInside, type Walked, walk } from "../kernel/confined-walk.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
+
+/**
+ * The machine's files, from the host. The machine's own programs can change them at any moment,
+ * so no path is checked and then used again: each operation walks to its target with the
+ * kernel's confined walk (kernel/confined-walk.ts) and uses what the walk opened.
+ */
 
 /** Where a machine's file operations may land, all as real (symlink-free) absolute paths. */
 export interface Confinement {
@@ -42,34 +48,53 @@ function mapError(error: unknown, relative: string): Error {
   }
 }
 
-function isInside(real: string, roots: readonly string[]): boolean {
-  return roots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep));
-}
-
-async function confinedRealpath(files: Confinement, absolute: string): Promise<string> {
-  const real = await fs.realpath(absolute);
-  if (!isInside(real, files.roots)) throw outsideHome();
-  return real;
-}
-
-/** The real location of an existing path, refused unless it stays inside the allowed roots. */
-async function resolveExisting(files: Confinement, relative: string): Promise<string> {
+/**
+ * The walked path's last component opened without following it (the walk resolved it already; a
+ * symlink swapped in since is refused). O_NONBLOCK: a FIFO cannot hang us.
+ */
+async function openLast(walked: Walked, relative: string): Promise<fs.FileHandle> {
+  if (walked.name === null)
+    return fs.open(`/proc/self/fd/${walked.dir.fd}`, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
-    return await confinedRealpath(files, join(files.home, relative));
+    return await fs.open(
+      inside(walked.dir, walked.name),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
   } catch (error) {
     throw mapError(error, relative);
+  }
+}
+
+/** `use` on the path's last component, opened in one step with the walk that checked it. */
+async function withOpened<T>(
+  files: Confinement,
+  relative: string,
+  use: (handle: fs.FileHandle, walked: Walked) => Promise<T>,
+): Promise<T> {
+  const walked = await walk(files.roots, relative, { followLast: true }).catch((error: unknown) => {
+    throw mapError(error, relative);
+  });
+  try {
+    const handle = await openLast(walked, relative);
+    try {
+      return await use(handle, walked);
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    throw mapError(error, relative);
+  } finally {
+    await walked.close();
   }
 }
 
 /** A working directory for a command: must exist, be a folder and stay inside. */
 export async function resolveDirectory(files: Confinement, path: string): Promise<string> {
   const relative = homeRelativePath(path);
-  const real = await resolveExisting(files, relative);
-  const stats = await fs.stat(real).catch((error: unknown) => {
-    throw mapError(error, relative);
+  return withOpened(files, relative, async (handle, walked) => {
+    if (!(await handle.stat()).isDirectory()) throw notADirectory(relative);
+    return walked.real;
   });
-  if (!stats.isDirectory()) throw notADirectory(relative);
-  return real;
 }
 
 function entryOf(name: string, relative: string, stats: Stats): FileEntry {
@@ -86,34 +111,22 @@ function entryOf(name: string, relative: string, stats: Stats): FileEntry {
 
 export async function listFiles(files: Confinement, path: string): Promise<FileEntry[]> {
   const relative = homeRelativePath(path);
-  const real = await resolveExisting(files, relative);
-  try {
-    const stats = await fs.stat(real);
-    if (!stats.isDirectory()) throw notADirectory(relative);
-    const names = (await fs.readdir(real)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return withOpened(files, relative, async (dir) => {
+    if (!(await dir.stat()).isDirectory()) throw notADirectory(relative);
+    const names = (await fs.readdir(`/proc/self/fd/${dir.fd}`)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const entries: FileEntry[] = [];
     for (const name of names) {
       // lstat: a symlink is listed as itself, its target is never looked at
-      const entry = await fs.lstat(join(real, name)).catch(() => null);
+      const entry = await fs.lstat(inside(dir, name)).catch(() => null);
       if (entry) entries.push(entryOf(name, relative, entry));
     }
     return entries;
-  } catch (error) {
-    throw mapError(error, relative);
-  }
+  });
 }
 
 export async function readFile(files: Confinement, path: string, maxBytes: number): Promise<Uint8Array> {
   const relative = homeRelativePath(path);
-  const real = await resolveExisting(files, relative);
-  let handle: fs.FileHandle;
-  try {
-    // O_NOFOLLOW: a symlink swapped in after the check is refused; O_NONBLOCK: a FIFO cannot hang us
-    handle = await fs.open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    throw mapError(error, relative);
-  }
-  try {
+  return withOpened(files, relative, async (handle) => {
     const stats = await handle.stat();
     if (!stats.isFile()) throw notAFile(relative);
     if (stats.size > maxBytes) throw tooLarge(maxBytes);
@@ -130,33 +143,7 @@ export async function readFile(files: Confinement, path: string, maxBytes: numbe
     }
     const data = Buffer.concat(chunks, total);
     return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  } catch (error) {
-    throw mapError(error, relative);
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Makes sure `absolute` (one level below an already checked real folder) is a folder inside. */
-async function ensureDirectory(files: Confinement, absolute: string, relative: string): Promise<string> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const real = await confinedRealpath(files, absolute);
-      if (!(await fs.stat(real)).isDirectory()) throw notADirectory(relative);
-      return real;
-    } catch (error) {
-      if (errnoOf(error) !== "ENOENT") throw mapError(error, relative);
-    }
-    try {
-      await fs.mkdir(absolute, { mode: 0o755 });
-      return absolute;
-    } catch (error) {
-      // EEXIST: created concurrently, or a dangling symlink; look again
-      if (errnoOf(error) !== "EEXIST") throw mapError(error, relative);
-    }
-  }
-  // still a dangling symlink: where it points cannot be confirmed inside
-  throw outsideHome();
+  });
 }
 
 export async function writeFile(
@@ -167,56 +154,59 @@ export async function writeFile(
 ): Promise<void> {
   const relative = homeRelativePath(path);
   if (relative === "") throw notAFile(relative);
-  const parts = relative.split("/");
-  const name = parts.pop() ?? relative;
-  let dir = files.home;
-  for (let i = 0; i < parts.length; i++) {
-    dir = await ensureDirectory(files, join(dir, parts[i] ?? ""), parts.slice(0, i + 1).join("/"));
-  }
-  let destination = join(dir, name);
+  const walked = await walk(files.roots, relative, { followLast: true, create: true }).catch(
+    (error: unknown) => {
+      throw mapError(error, relative);
+    },
+  );
   try {
-    const real = await confinedRealpath(files, destination);
-    if ((await fs.stat(real)).isDirectory()) throw notAFile(relative);
-    destination = real;
-  } catch (error) {
-    // missing (or a dangling symlink): the rename below replaces the name itself, never a target
-    if (errnoOf(error) !== "ENOENT") throw mapError(error, relative);
-  }
-  const mode = options.executable ? 0o755 : 0o644;
-  // a short fixed-size name: appending to the real name could pass the 255-byte name limit
-  const temp = join(dirname(destination), `.cubicle-${randomBytes(8).toString("hex")}.tmp`);
-  try {
-    const handle = await fs.open(
-      temp,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      mode,
-    );
+    const { dir, name } = walked;
+    if (name === null) throw notAFile(relative);
+    const existing = await fs.lstat(inside(dir, name)).catch(() => null);
+    if (existing && !existing.isFile()) throw notAFile(relative);
+    const mode = options.executable ? 0o755 : 0o644;
+    // a short fixed-size name: appending to the real name could pass the 255-byte name limit
+    const temp = `.cubicle-${randomBytes(8).toString("hex")}.tmp`;
     try {
-      // the umask must not decide the mode
-      await handle.chmod(mode);
-      await handle.writeFile(data);
-    } finally {
-      await handle.close();
+      const handle = await fs.open(
+        inside(dir, temp),
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        mode,
+      );
+      try {
+        // the umask must not decide the mode
+        await handle.chmod(mode);
+        await handle.writeFile(data);
+      } finally {
+        await handle.close();
+      }
+      // rename never follows the name it replaces: a symlink put there meanwhile is replaced itself
+      await fs.rename(inside(dir, temp), inside(dir, name));
+    } catch (error) {
+      await fs.rm(inside(dir, temp), { force: true }).catch(() => undefined);
+      throw error;
     }
-    await fs.rename(temp, destination);
   } catch (error) {
-    await fs.rm(temp, { force: true }).catch(() => undefined);
     throw mapError(error, relative);
+  } finally {
+    await walked.close();
   }
 }
 
 export async function deleteFile(files: Confinement, path: string): Promise<void> {
   const relative = homeRelativePath(path);
   if (relative === "") throw new ProviderError("INVALID_PATH", "the home itself cannot be deleted");
-  const parent = posix.dirname(relative);
-  const realParent = await resolveExisting(files, parent === "." ? "" : parent);
-  const target = join(realParent, posix.basename(relative));
+  const walked = await walk(files.roots, relative, { followLast: false }).catch((error: unknown) => {
+    throw mapError(error, relative);
+  });
   try {
-    // lstat: a symlink is removed itself, its target is left alone
-    const stats = await fs.lstat(target);
-    if (stats.isDirectory()) await fs.rm(target, { recursive: true });
-    else await fs.unlink(target);
+    if (walked.name === null) throw new ProviderError("INVALID_PATH", "the home itself cannot be deleted");
+    // a symlink is removed itself, its target is left alone
+    await fs.lstat(inside(walked.dir, walked.name));
+    await removeInside(walked.dir, walked.name);
   } catch (error) {
     throw mapError(error, relative);
+  } finally {
+    await walked.close();
   }
 }

@@ -5,15 +5,18 @@ import type Docker from "dockerode";
 import { type Header, type Pack, extract as tarExtract, pack as tarPack } from "tar-stream";
 import { COMPUTER_GID, COMPUTER_UID } from "../../homes.ts";
 import { CONTAINER_HOME } from "../../paths.ts";
-import { SupervisorProblem, tooLarge } from "../../problems.ts";
+import { SupervisorProblem } from "../../problems.ts";
 import { nodeStreamFrom, webStreamFrom } from "../streams.ts";
 import { dockerFailure } from "./errors.ts";
 import { checkedExec } from "./exec.ts";
-import { commitWrite, discardUpload, prepareWrite } from "./files.ts";
+import { HelperRun } from "./home-helper.ts";
 
 /**
- * Everything that moves file contents goes through Docker's archive API as tar streams: bytes flow
- * through here a chunk at a time and are never held whole.
+ * The whole home as tar streams, out and in: bytes flow through here a chunk at a time and are
+ * never held whole. A running computer's home is read and written by GNU tar inside it, as the
+ * computer's user (tar walks the tree with openat and O_NOFOLLOW, so a folder swapped for a symlink
+ * meanwhile leads it nowhere); Docker's archive API, which works as root and follows symlinks, is
+ * used only on a stopped computer, where nothing can swap anything.
  */
 
 async function getArchive(container: Docker.Container, path: string): Promise<Readable> {
@@ -24,107 +27,6 @@ async function getArchive(container: Docker.Container, path: string): Promise<Re
   }
 }
 
-/**
- * A file's bytes. The size is checked against the tar header before anything is returned, so an
- * oversized file fails whole (413) and a caller never sees part of one.
- */
-export async function readFile(
-  container: Docker.Container,
-  real: string,
-  maxBytes: number,
-): Promise<{ size: number; body: ReadableStream<Uint8Array> }> {
-  const archive = await getArchive(container, real);
-  const extract = tarExtract();
-  archive.on("error", (error) => extract.destroy(error));
-  archive.pipe(extract);
-  const entries = extract[Symbol.asyncIterator]();
-  const close = () => {
-    archive.destroy();
-    extract.destroy();
-  };
-  const first = await entries.next().catch((error: unknown) => {
-    close();
-    throw dockerFailure("reading the file's archive failed", error);
-  });
-  if (first.done) {
-    close();
-    throw new SupervisorProblem("FILE_NOT_FOUND", "no such file or folder");
-  }
-  const entry = first.value;
-  if (entry.header.type !== "file") {
-    close();
-    throw new SupervisorProblem("NOT_A_FILE", "not a file");
-  }
-  if (entry.header.size > maxBytes) {
-    close();
-    throw tooLarge(maxBytes);
-  }
-  async function* bytes() {
-    try {
-      for await (const chunk of entry) yield chunk;
-    } finally {
-      close();
-    }
-  }
-  return { size: entry.header.size, body: webStreamFrom(bytes()) };
-}
-
-/**
- * Writes `size` bytes: uploaded under a temporary name next to the target, then renamed over it,
- * so the file is never seen half-written and a broken upload leaves the old one in place.
- */
-export async function writeFile(
-  container: Docker.Container,
-  path: string,
-  body: ReadableStream<Uint8Array>,
-  options: { size: number; executable: boolean },
-): Promise<void> {
-  const { parent, name } = await prepareWrite(container, path);
-  const upload = `.cubicle-upload-${randomUUID()}`;
-  const pack = tarPack();
-  const header: Header = {
-    name: upload,
-    type: "file",
-    size: options.size,
-    mode: options.executable ? 0o755 : 0o644,
-    uid: COMPUTER_UID,
-    gid: COMPUTER_GID,
-    mtime: new Date(),
-  } as Header;
-  const source = nodeStreamFrom(body);
-  // a body shorter or longer than announced fails the entry ("Size mismatch"): nothing is committed
-  const feed = copyEntry(pack, header, source).then(
-    () => pack.finalize(),
-    (error: unknown) => {
-      source.destroy();
-      pack.destroy(error instanceof Error ? error : new Error(String(error)));
-      throw error;
-    },
-  );
-  try {
-    await Promise.all([
-      container.putArchive(Readable.from(pack), { path: parent }).catch((error: unknown) => {
-        pack.destroy();
-        throw dockerFailure("writing the file into the computer failed", error);
-      }),
-      feed,
-    ]);
-  } catch (error) {
-    await discardUpload(container, posix.join(parent, upload));
-    const shortBody = await feed.then(
-      () => false,
-      () => true,
-    );
-    if (shortBody) {
-      throw new SupervisorProblem("INVALID_REQUEST", "the upload's body did not match its announced length", {
-        cause: error,
-      });
-    }
-    throw error;
-  }
-  await commitWrite(container, posix.join(parent, upload), posix.join(parent, name));
-}
-
 /** Top-level folders the supervisor uses while importing; never part of an export. */
 const STAGING = /^\.cubicle-(import|old)-/;
 
@@ -132,8 +34,11 @@ const STAGING = /^\.cubicle-(import|old)-/;
  * The home as a tar stream with `./`-relative names, rewritten from Docker's (which are rooted at
  * the folder's own name) one entry at a time.
  */
-export async function exportHome(container: Docker.Container): Promise<ReadableStream<Uint8Array>> {
-  const archive = await getArchive(container, CONTAINER_HOME);
+export async function exportHome(
+  container: Docker.Container,
+  running: boolean,
+): Promise<ReadableStream<Uint8Array>> {
+  const archive = running ? await tarInComputer(container) : await getArchive(container, CONTAINER_HOME);
   const prefix = posix.basename(CONTAINER_HOME);
   const extract = tarExtract();
   const pack = tarPack();
@@ -159,6 +64,51 @@ export async function exportHome(container: Docker.Container): Promise<ReadableS
     }
   })();
   return webStreamFrom(pack);
+}
+
+/**
+ * `tar -c` of the home inside the computer, its names rooted at the home's own name as Docker's
+ * are. An unreadable file or a tar that fails errors the stream rather than ending it (1 is GNU
+ * tar's "a file changed while it was read": the archive is still whole).
+ */
+async function tarInComputer(container: Docker.Container): Promise<Readable> {
+  const run = await HelperRun.start(container, "reading the home", [
+    "tar",
+    "-C",
+    posix.dirname(CONTAINER_HOME),
+    "--numeric-owner",
+    "-cf",
+    "-",
+    posix.basename(CONTAINER_HOME),
+  ]);
+  async function* bytes() {
+    try {
+      yield* run.rest();
+      await run.finish({ alsoFine: [1] });
+    } finally {
+      run.close();
+    }
+  }
+  return Readable.from(bytes());
+}
+
+/** `tar -x` of `tar` into the new home-relative folder `stage`, inside the computer as its user. */
+async function untarInComputer(container: Docker.Container, stage: string, tar: Readable): Promise<void> {
+  const run = await HelperRun.files(container, ["untar", stage], { stdin: true });
+  try {
+    try {
+      for await (const chunk of tar) await run.write(chunk as Buffer);
+    } catch (error) {
+      // tar stops at the end of its input; the staging folder is removed only once it has
+      run.endInput();
+      await run.finish().catch(() => undefined);
+      throw error;
+    }
+    run.endInput();
+    await run.finish();
+  } finally {
+    run.close();
+  }
 }
 
 /** Copies one entry's header and body into `pack`, honouring the pack's back-pressure. */
@@ -221,9 +171,9 @@ function requireCompleteArchive(): Transform {
 }
 
 /**
- * The caller's tar rewritten for extraction as root: every member owned by the computer's user,
- * no setuid/setgid bits, no device nodes; relative symlinks that climb out of the home are dropped
- * (Docker would refuse the whole archive for them, and they lead nowhere the computer may go).
+ * The caller's tar rewritten for extraction: every member owned by the computer's user, no
+ * setuid/setgid bits, no device nodes; relative symlinks that climb out of the home are dropped
+ * (they lead nowhere the computer may go).
  */
 function sanitise(input: Readable): Readable {
   const extract = tarExtract();
@@ -295,6 +245,8 @@ function sanitise(input: Readable): Readable {
 const SWAP_SCRIPT = `set -u
 cd ${CONTAINER_HOME} || exit 1
 stage=$1 old=$2
+# a symlink swapped in for the staging folder would move whatever it leads to into the home
+[ -d "$stage" ] && [ ! -L "$stage" ] || { echo "the staging folder was replaced" >&2; exit 1; }
 again=0
 present() { [ -e "$1" ] || [ -L "$1" ]; }
 staging() { [ "$1" = "$stage" ] || [ "$1" = "$old" ]; }
@@ -367,14 +319,13 @@ export async function importHome(
   const stage = `.cubicle-import-${id}`;
   const old = `.cubicle-old-${id}`;
   const stagePath = `${CONTAINER_HOME}/${stage}`;
-  await checkedExec(container, "preparing the home import", ["mkdir", "--", stagePath]);
   let refused: unknown = null;
   const sanitised = sanitise(nodeStreamFrom(tarStream));
   sanitised.on("error", (error) => {
     refused = error;
   });
   try {
-    await container.putArchive(sanitised, { path: stagePath });
+    await untarInComputer(container, stage, sanitised);
     if (refused) throw refused;
   } catch (error) {
     await checkedExec(container, "cleaning up a failed import", ["rm", "-rf", "--", stagePath]).catch(

@@ -16,20 +16,21 @@ export interface StartedExec {
 export async function startExec(
   container: Docker.Container,
   cmd: string[],
-  options: { env?: string[]; workingDir?: string } = {},
+  options: { env?: string[]; workingDir?: string; stdin?: boolean } = {},
 ): Promise<StartedExec> {
+  const stdin = options.stdin ?? false;
   try {
     const exec = await container.exec({
       Cmd: cmd,
       AttachStdout: true,
       AttachStderr: true,
-      AttachStdin: false,
+      AttachStdin: stdin,
       Tty: false,
       User: COMPUTER_USER,
       ...(options.env ? { Env: options.env } : {}),
       ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
     });
-    const stream = await exec.start({ hijack: true, stdin: false });
+    const stream = await exec.start({ hijack: true, stdin });
     return { exec, stream };
   } catch (error) {
     // 409: the container stopped between the check and the exec

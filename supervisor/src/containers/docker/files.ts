@@ -1,73 +1,30 @@
 import type { FileEntry } from "@cubicle/providers/contract";
 import type Docker from "dockerode";
-import { CONTAINER_HOME, containerPath, homeRelativePath } from "../../paths.ts";
-import { outsideHome, SupervisorProblem } from "../../problems.ts";
-import { collectExec } from "./exec.ts";
+import { containerPath, homeRelativePath } from "../../paths.ts";
+import { outsideHome, SupervisorProblem, tooLarge } from "../../problems.ts";
+import type { OpenedPath } from "../manager.ts";
+import { webStreamFrom } from "../streams.ts";
+import { HelperRun } from "./home-helper.ts";
 
 /**
- * Path checks and small file operations, run inside the computer as its user: only the computer
- * knows where its symlinks lead. `$1` is the operation, `$2` the normalised home-relative path.
- * The first output line is a verdict (ok, outside, missing, notdir, notfile, dir, file); what
- * follows is NUL-separated, so any file name survives.
- *
- * Paths resolve with `realpath -m` and are refused unless the result stays in the home. `delete`
- * resolves only the parent, so a symlink is removed rather than its target; `write` prepares the
- * parent folder and answers where to upload.
+ * The home's files, each operation one run of home-files.pl inside the computer as its user: it
+ * resolves the path and uses it in one step, component by component without following a symlink
+ * it has not checked itself, so nothing swapped in meanwhile leads it out of the home. (Docker's
+ * archive API would resolve the path again, follow symlinks and read or write as root.)
  */
-const FILES_SCRIPT = `set -u
-home=${CONTAINER_HOME}
-op=$1 rel=$2
-target=$home\${rel:+/$rel}
-resolve() {
-  r=$(realpath -m -- "$1" && echo x) || { echo outside; exit 0; }
-  r=\${r%?}; r=\${r%?}
-  case $r in "$home"|"$home"/*) ;; *) echo outside; exit 0 ;; esac
-}
-list() {
-  echo ok
-  find "$1" -mindepth 1 -maxdepth 1 -printf '%f\\0%y\\0%s\\0%m\\0%T@\\0'
-}
-if [ "$op" = delete ]; then
-  resolve "$(dirname -- "$target")"
-  p=$r/$(basename -- "$target")
-  case $p in "$home"/*) ;; *) echo outside; exit 0 ;; esac
-  [ -e "$p" ] || [ -L "$p" ] || { echo missing; exit 0; }
-  rm -rf -- "$p" && echo ok
-  exit
-fi
-resolve "$target"
-p=$r
-case $op in
-  list)
-    [ -e "$p" ] || { echo missing; exit 0; }
-    [ -d "$p" ] || { echo notdir; exit 0; }
-    list "$p" ;;
-  open)
-    [ -e "$p" ] || { echo missing; exit 0; }
-    if [ -d "$p" ]; then list "$p"
-    elif [ -f "$p" ]; then echo file; printf '%s\\0' "$p"
-    else echo notfile; fi ;;
-  cwd)
-    [ -e "$p" ] || { echo missing; exit 0; }
-    [ -d "$p" ] || { echo notdir; exit 0; }
-    echo ok; printf '%s\\0' "$p" ;;
-  write)
-    [ -d "$p" ] && { echo notfile; exit 0; }
-    [ -e "$p" ] && [ ! -f "$p" ] && { echo notfile; exit 0; }
-    parent=$(dirname -- "$p")
-    mkdir -p -- "$parent" 2>/dev/null && [ -d "$parent" ] || { echo notdir; exit 0; }
-    echo ok; printf '%s\\0%s\\0' "$parent" "$(basename -- "$p")" ;;
-  commit)
-    mv -f -- "$3" "$4" && echo ok ;;
-  discard)
-    rm -f -- "$3"; echo ok ;;
-esac`;
 
-type Verdict = "ok" | "outside" | "missing" | "notdir" | "notfile" | "dir" | "file";
+/** How long a listing, a delete or a path check may take inside the computer. */
+const SMALL_OP_SECONDS = 60;
+/** The most a folder listing may send. */
+const MAX_LISTING_BYTES = 32 * 1024 * 1024;
 
-function problemFor(verdict: Verdict, relative: string): SupervisorProblem {
+type Verdict = "ok" | "outside" | "missing" | "notdir" | "notfile" | "toolarge";
+
+function problemFor(verdict: string, relative: string, maxBytes = 0): SupervisorProblem {
   const shown = relative || ".";
-  switch (verdict) {
+  switch (verdict as Verdict) {
+    case "toolarge":
+      return tooLarge(maxBytes);
     case "outside":
       return outsideHome();
     case "missing":
@@ -81,32 +38,10 @@ function problemFor(verdict: Verdict, relative: string): SupervisorProblem {
   }
 }
 
-async function runFilesScript(
-  container: Docker.Container,
-  args: string[],
-  relative: string,
-): Promise<{ verdict: Verdict; fields: string[] }> {
-  const result = await collectExec(container, ["sh", "-c", FILES_SCRIPT, "cubicle-files", ...args], {
-    timeoutMs: 60_000,
-    maxStdoutBytes: 32 * 1024 * 1024,
-  });
-  const text = result.stdout.toString("utf8");
-  const newline = text.indexOf("\n");
-  const verdict = (newline < 0 ? text : text.slice(0, newline)) as Verdict;
-  if (result.code !== 0 || newline < 0) {
-    throw new SupervisorProblem(
-      "COMPUTER_FAILURE",
-      `file operation on ${relative || "."} failed${result.stderr ? `: ${result.stderr}` : ""}`,
-    );
-  }
-  const rest = text.slice(newline + 1);
-  const fields = rest === "" ? [] : rest.split("\0");
+function entriesOf(listing: Buffer, relative: string): FileEntry[] {
+  const fields = listing.length === 0 ? [] : listing.toString("utf8").split("\0");
   // NUL terminates every field, so the last split part is empty
   if (fields.at(-1) === "") fields.pop();
-  return { verdict, fields };
-}
-
-function entriesOf(fields: string[], relative: string): FileEntry[] {
   const entries: FileEntry[] = [];
   for (let i = 0; i + 4 < fields.length; i += 5) {
     const [name = "", kind, size, mode, mtime] = fields.slice(i, i + 5);
@@ -124,65 +59,135 @@ function entriesOf(fields: string[], relative: string): FileEntry[] {
   return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-export type Resolved = { kind: "directory"; entries: FileEntry[] } | { kind: "file"; real: string };
+/** Runs a small operation (no stdin, output collected); its verdict line and the rest. */
+async function smallOp(
+  container: Docker.Container,
+  args: string[],
+): Promise<{ verdict: string; rest: Buffer }> {
+  const run = await HelperRun.files(container, args, { timeoutSeconds: SMALL_OP_SECONDS });
+  try {
+    const verdict = await run.line();
+    const rest = await run.collect(MAX_LISTING_BYTES);
+    await run.finish();
+    return { verdict, rest };
+  } finally {
+    run.close();
+  }
+}
 
-/** A folder's entries, or the real path of a file, refused unless it stays in the home. */
-export async function resolveForRead(
+/** A folder's entries or a file's bytes, streamed; refused unless the path stays in the home. */
+export async function openPath(
   container: Docker.Container,
   path: string,
-  expect?: "file" | "directory",
-): Promise<Resolved> {
+  options: { maxBytes: number; expect?: "file" | "directory" },
+): Promise<OpenedPath> {
   const relative = homeRelativePath(path);
-  const op = expect === "directory" ? "list" : "open";
-  const { verdict, fields } = await runFilesScript(container, [op, relative], relative);
-  if (verdict === "ok") {
-    if (expect === "file") throw problemFor("notfile", relative);
-    return { kind: "directory", entries: entriesOf(fields, relative) };
+  if (options.expect === "directory") {
+    const { verdict, rest } = await smallOp(container, ["list", relative]);
+    if (verdict !== "ok") throw problemFor(verdict, relative);
+    return { kind: "directory", entries: entriesOf(rest, relative) };
   }
-  if (verdict === "file") {
-    const real = fields[0];
-    if (!real) throw problemFor("missing", relative);
-    return { kind: "file", real };
+  const run = await HelperRun.files(container, ["open", relative, String(options.maxBytes)]);
+  let handedOver = false;
+  try {
+    const verdict = await run.line();
+    if (verdict === "ok") {
+      if (options.expect === "file") throw problemFor("notfile", relative);
+      const listing = await run.collect(MAX_LISTING_BYTES);
+      await run.finish();
+      return { kind: "directory", entries: entriesOf(listing, relative) };
+    }
+    const size = /^file (\d+)$/.exec(verdict)?.[1];
+    if (size === undefined) throw problemFor(verdict, relative, options.maxBytes);
+    handedOver = true;
+    return { kind: "file", size: Number(size), body: webStreamFrom(fileBytes(run, Number(size), relative)) };
+  } finally {
+    if (!handedOver) run.close();
   }
-  throw problemFor(verdict, relative);
+}
+
+/** Exactly `size` bytes, then a clean exit; anything else errors the stream (never a short file). */
+async function* fileBytes(run: HelperRun, size: number, relative: string): AsyncGenerator<Buffer> {
+  try {
+    let seen = 0;
+    for await (const chunk of run.rest()) {
+      seen += chunk.length;
+      if (seen > size) break;
+      yield chunk;
+    }
+    await run.finish();
+    if (seen !== size) {
+      throw new SupervisorProblem("COMPUTER_FAILURE", `reading ${relative} gave ${seen} of ${size} bytes`);
+    }
+  } finally {
+    run.close();
+  }
 }
 
 /** The real path of a working directory in the home. */
 export async function resolveCwd(container: Docker.Container, path: string | undefined): Promise<string> {
   const relative = homeRelativePath(path ?? "");
   if (relative === "") return containerPath("");
-  const { verdict, fields } = await runFilesScript(container, ["cwd", relative], relative);
-  const real = fields[0];
+  const { verdict, rest } = await smallOp(container, ["cwd", relative]);
+  const real = rest.toString("utf8").split("\0")[0];
   if (verdict !== "ok" || !real) throw problemFor(verdict, relative);
   return real;
 }
 
-/** Where a file upload lands: the real parent folder (created when missing) and the final name. */
-export async function prepareWrite(
+/**
+ * Writes `size` bytes under a temporary name next to the target, then renames it over the target,
+ * so the file is never seen half-written and a broken upload leaves the old one in place. The
+ * parent folders are made as needed.
+ */
+export async function writeFile(
   container: Docker.Container,
   path: string,
-): Promise<{ parent: string; name: string }> {
+  body: ReadableStream<Uint8Array>,
+  options: { size: number; executable: boolean },
+): Promise<void> {
   const relative = homeRelativePath(path);
   if (relative === "") throw new SupervisorProblem("INVALID_PATH", "a file path is required");
-  const { verdict, fields } = await runFilesScript(container, ["write", relative], relative);
-  const [parent, name] = fields;
-  if (verdict !== "ok" || !parent || !name) throw problemFor(verdict, relative);
-  return { parent, name };
+  const mode = options.executable ? "755" : "644";
+  const run = await HelperRun.files(container, ["write", relative, String(options.size), mode], {
+    stdin: true,
+  });
+  try {
+    const verdict = await run.line();
+    if (verdict !== "ok") throw problemFor(verdict, relative);
+    let sent = 0;
+    const reader = body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        sent += value.byteLength;
+        if (sent > options.size) break;
+        await run.write(value);
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+    if (sent !== options.size) {
+      // the helper gets end-of-file before its last byte and removes what it wrote
+      run.endInput();
+      await run.finish().catch(() => undefined);
+      throw new SupervisorProblem("INVALID_REQUEST", "the upload's body did not match its announced length");
+    }
+    // the body ended where announced: only now may the helper commit
+    await run.write(Buffer.from("\n"));
+    run.endInput();
+    const done = await run.line();
+    if (done !== "done") throw problemFor(done, relative);
+    await run.finish();
+  } finally {
+    run.close();
+  }
 }
 
-/** Renames the finished upload over the target in one step (a reader never sees half a file). */
-export async function commitWrite(container: Docker.Container, from: string, to: string): Promise<void> {
-  const { verdict } = await runFilesScript(container, ["commit", "", from, to], to);
-  if (verdict !== "ok") throw problemFor(verdict, to);
-}
-
-export async function discardUpload(container: Docker.Container, path: string): Promise<void> {
-  await runFilesScript(container, ["discard", "", path], path).catch(() => undefined);
-}
-
+/** Removes a file, a symlink (not its target) or a folder with its contents. */
 export async function deletePath(container: Docker.Container, path: string): Promise<void> {
   const relative = homeRelativePath(path);
   if (relative === "") throw new SupervisorProblem("INVALID_PATH", "the home itself cannot be deleted");
-  const { verdict } = await runFilesScript(container, ["delete", relative], relative);
+  const { verdict } = await smallOp(container, ["delete", relative]);
   if (verdict !== "ok") throw problemFor(verdict, relative);
 }

@@ -24,7 +24,7 @@ import * as archive from "./archive.ts";
 import { startCommand } from "./commands.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
 import { checkedExec } from "./exec.ts";
-import { deletePath, resolveCwd, resolveForRead } from "./files.ts";
+import { deletePath, openPath, resolveCwd, writeFile } from "./files.ts";
 import { ensureHostFirewall, hostFirewallActive } from "./host-firewall.ts";
 import {
   belongsTo,
@@ -288,10 +288,7 @@ export class DockerContainerManager implements ContainerManager {
     options: { maxBytes: number; expect?: "file" | "directory" },
   ): Promise<OpenedPath> {
     const { container } = await runningComputer(this.docker, ref);
-    const resolved = await resolveForRead(container, path, options.expect);
-    if (resolved.kind === "directory") return resolved;
-    const file = await archive.readFile(container, resolved.real, options.maxBytes);
-    return { kind: "file", ...file };
+    return openPath(container, path, options);
   }
 
   async writeFile(
@@ -301,7 +298,7 @@ export class DockerContainerManager implements ContainerManager {
     options: { size: number; executable: boolean },
   ): Promise<void> {
     const { container } = await runningComputer(this.docker, ref);
-    await archive.writeFile(container, path, body, options);
+    await writeFile(container, path, body, options);
   }
 
   async deleteFile(ref: ComputerRef, path: string): Promise<void> {
@@ -310,9 +307,9 @@ export class DockerContainerManager implements ContainerManager {
   }
 
   async exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>> {
-    // the archive API reads a stopped container's files too
-    const { container } = await findComputer(this.docker, ref);
-    return archive.exportHome(container);
+    // a stopped computer's home is read through the archive API (checkpoints of stopped computers)
+    const { container, info } = await findComputer(this.docker, ref);
+    return archive.exportHome(container, isRunning(info));
   }
 
   async importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void> {

@@ -1,0 +1,147 @@
+import { readFileSync } from "node:fs";
+import type { Duplex } from "node:stream";
+import type Docker from "dockerode";
+import { SupervisorProblem } from "../../problems.ts";
+import { FrameDemuxer } from "./demux.ts";
+import { exitCodeOf, startExec } from "./exec.ts";
+
+/**
+ * home-files.pl, handed to perl at every exec rather than baked into the image, so computers made
+ * from older images get the same safe file operations.
+ */
+const SCRIPT = readFileSync(new URL("./home-files.pl", import.meta.url), "utf8");
+
+const STDERR_TAIL = 4_096;
+
+/**
+ * One run of a program in the computer as its user, read as a stream: its first stdout line, then
+ * the rest a chunk at a time (never held whole), then its exit status.
+ */
+export class HelperRun {
+  private buffered = Buffer.alloc(0);
+  private stderrTail = "";
+  private readonly source: AsyncGenerator<Buffer>;
+
+  private constructor(
+    private readonly exec: Docker.Exec,
+    private readonly stream: Duplex,
+    private readonly what: string,
+  ) {
+    this.source = this.stdout();
+    // a write after the program ended fails here too; reads report the failure, never a crash
+    stream.on("error", () => undefined);
+  }
+
+  /** home-files.pl with `op` and its arguments; `timeoutSeconds` is enforced inside the computer. */
+  static files(
+    container: Docker.Container,
+    args: string[],
+    options: { stdin?: boolean; timeoutSeconds?: number } = {},
+  ): Promise<HelperRun> {
+    const cmd = ["perl", "-e", SCRIPT, "--", ...args];
+    return HelperRun.start(container, `file operation ${args[0]} on ${args[1] || "."}`, cmd, options);
+  }
+
+  static async start(
+    container: Docker.Container,
+    what: string,
+    cmd: string[],
+    options: { stdin?: boolean; timeoutSeconds?: number } = {},
+  ): Promise<HelperRun> {
+    const timed = options.timeoutSeconds
+      ? ["timeout", "-s", "KILL", String(options.timeoutSeconds), ...cmd]
+      : cmd;
+    const { exec, stream } = await startExec(container, timed, { stdin: options.stdin ?? false });
+    return new HelperRun(exec, stream, what);
+  }
+
+  private async *stdout(): AsyncGenerator<Buffer> {
+    const demux = new FrameDemuxer();
+    for await (const chunk of this.stream as AsyncIterable<Buffer>) {
+      for (const piece of demux.push(chunk)) {
+        if (piece.stream === "stderr") {
+          this.stderrTail = (this.stderrTail + piece.data.toString("utf8")).slice(-STDERR_TAIL);
+        } else {
+          yield Buffer.from(piece.data);
+        }
+      }
+    }
+  }
+
+  /** The next stdout line, without its newline; a failure when the output ends first. */
+  async line(): Promise<string> {
+    for (;;) {
+      const newline = this.buffered.indexOf(0x0a);
+      if (newline >= 0) {
+        const line = this.buffered.subarray(0, newline).toString("utf8");
+        this.buffered = this.buffered.subarray(newline + 1);
+        return line;
+      }
+      const next = await this.source.next();
+      if (next.done) throw await this.failure();
+      this.buffered = Buffer.concat([this.buffered, next.value]);
+    }
+  }
+
+  /** The rest of stdout, a chunk at a time. */
+  async *rest(): AsyncGenerator<Buffer> {
+    if (this.buffered.length > 0) {
+      const first = this.buffered;
+      this.buffered = Buffer.alloc(0);
+      yield first;
+    }
+    for (;;) {
+      const next = await this.source.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+
+  /** The rest of stdout whole, refused past `maxBytes`. */
+  async collect(maxBytes: number): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of this.rest()) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        this.close();
+        throw new SupervisorProblem("COMPUTER_FAILURE", `${this.what} wrote more than ${maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  /** Writes to the program's stdin, honouring back-pressure. */
+  async write(chunk: Uint8Array): Promise<void> {
+    if (!this.stream.write(chunk)) await new Promise<void>((resolve) => this.stream.once("drain", resolve));
+  }
+
+  /** Ends stdin (the program reads end-of-file), keeping stdout open. */
+  endInput(): void {
+    this.stream.end();
+  }
+
+  /** Waits for the program to end; a failure unless it exited 0 (or with a code in `alsoFine`). */
+  async finish(options: { alsoFine?: number[] } = {}): Promise<void> {
+    for await (const _ of this.rest()) {
+      // drained: a program blocked on a full pipe would never exit
+    }
+    const code = await exitCodeOf(this.exec);
+    if (code !== 0 && !(code !== null && options.alsoFine?.includes(code))) throw await this.failure(code);
+  }
+
+  private async failure(known?: number | null): Promise<SupervisorProblem> {
+    const code = known === undefined ? await exitCodeOf(this.exec) : known;
+    const stderr = this.stderrTail.trim();
+    return new SupervisorProblem(
+      "COMPUTER_FAILURE",
+      `${this.what} failed (exit ${code ?? "unknown"})${stderr ? `: ${stderr}` : ""}`,
+    );
+  }
+
+  /** Drops the connection; the program sees its pipes close. */
+  close(): void {
+    this.stream.destroy();
+  }
+}
