@@ -170,6 +170,30 @@ describe("files", () => {
     expect(garbage.status).toBe(400);
     expect(await garbage.json()).toMatchObject({ code: "INVALID_ARCHIVE" });
   });
+
+  it("refuses an archive as a whole: nothing of a refused upload is written", async () => {
+    const { s } = team;
+    const escaping = await robot.raw(s, "POST", "/files/archive?path=whole", {
+      body: await tar({ "first.txt": "1", "then/second.txt": "2", "../../evil": "x" }),
+    });
+    expect(escaping.status).toBe(400);
+    expect(await escaping.json()).toMatchObject({ code: "PATH_OUTSIDE_HOME" });
+    const oversized = await robot.raw(s, "POST", "/files/archive?path=whole", {
+      body: await tar({ "first.txt": "1", "huge.bin": "x".repeat(32 * 1024 * 1024 + 1) }),
+    });
+    expect(oversized.status).toBe(413);
+    const complete = await tar({ "first.txt": "1", "then/second.txt": "2" });
+    const cutShort = await robot.raw(s, "POST", "/files/archive?path=whole", {
+      // the second member's header is there, its content and the end-of-archive blocks are not
+      body: complete.subarray(0, 512 + 512 + 512 + 1),
+    });
+    expect(cutShort.status).toBe(400);
+    expect(await cutShort.json()).toMatchObject({ code: "INVALID_ARCHIVE" });
+    expect(await stored(team.bot.computerId, `bots/${team.bot.id}/whole/first.txt`)).toBeNull();
+    expect(await stored(team.bot.computerId, `bots/${team.bot.id}/whole/then/second.txt`)).toBeNull();
+    const uploads = await audits("session.files_uploaded");
+    expect(uploads.filter((event) => (event.data as { path?: string }).path === "whole")).toEqual([]);
+  });
 });
 
 describe("shell", () => {

@@ -1,17 +1,33 @@
 import { type createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../context.ts";
-import { HttpProblem, ProblemSchema, problemResponse } from "../http/problem.ts";
+import { HttpProblem, noSuchRoute, ProblemSchema, problemResponse } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { AUTH_BASE_PATH } from "./auth.ts";
 
 /**
- * Better Auth's own endpoints (sign-up, sign-in, sign-out, session) served as they are, with
- * their errors rewritten as problem JSON so clients see one error shape across the API.
+ * The Better Auth endpoints anyone may call: accounts and their sessions. Its organization and
+ * API-key endpoints stay internal (Cubicle's routes call them through `auth.api` after checking
+ * roles and with an audit record); served here they would change workspaces, members, roles and
+ * keys around both.
+ */
+const PUBLIC_AUTH_ENDPOINTS: ReadonlySet<string> = new Set([
+  "POST /sign-up/email",
+  "POST /sign-in/email",
+  "POST /sign-out",
+  "GET /get-session",
+]);
+
+/**
+ * Better Auth's account endpoints (sign-up, sign-in, sign-out, session) served as they are, with
+ * their errors rewritten as problem JSON so clients see one error shape across the API; any other
+ * path under it is no route.
  */
 export function authHandlerRoutes() {
   const router = createRouter();
   router.on(["GET", "POST"], `${AUTH_BASE_PATH}/*`, async (c) => {
+    const endpoint = `${c.req.method} ${c.req.path.slice(AUTH_BASE_PATH.length)}`;
+    if (!PUBLIC_AUTH_ENDPOINTS.has(endpoint)) throw noSuchRoute();
     const response = await c.var.deps.auth.handler(withJsonBody(c.req.raw));
     return response.status >= 400 ? asProblem(c, response) : response;
   });

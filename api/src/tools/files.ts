@@ -1,5 +1,9 @@
-import { posix } from "node:path";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, posix } from "node:path";
 import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { ProviderError } from "@cubicle/providers/contract";
 import { homeRelativePath } from "@cubicle/providers/kernel";
@@ -168,8 +172,12 @@ export interface UploadResult {
 }
 
 /**
- * Writes a tar's files under `folder` (home-relative), one at a time through the provider, so
- * every path rule applies to each. Not atomic: a failure leaves the files written before it.
+ * Writes a tar's files under `folder` (home-relative) through the provider, so every path rule
+ * applies to each, and all or nothing as far as the archive decides: the body is spooled to a
+ * private temporary file and read through once to check every member (names inside the home,
+ * sizes, count, a well-formed archive) before the second reading writes the first file. A
+ * refused archive therefore changes nothing; only the provider refusing a write it alone can judge
+ * (a folder in the home that is a link out of it) stops an upload part way.
  */
 export async function unpackInto(
   tool: ToolSession,
@@ -177,10 +185,38 @@ export async function unpackInto(
   body: ReadableStream<Uint8Array>,
 ): Promise<UploadResult> {
   const { provider, ref } = tool.machine;
-  const extractor = extract();
-  const source = Readable.fromWeb(
-    limited(body, MAX_UPLOAD_BYTES, "The archive") as NodeReadableStream<Uint8Array>,
+  const spool = await mkdtemp(join(tmpdir(), "cubicle-upload-"));
+  try {
+    const archive = join(spool, "archive.tar");
+    await pipeline(
+      Readable.fromWeb(limited(body, MAX_UPLOAD_BYTES, "The archive") as NodeReadableStream<Uint8Array>),
+      createWriteStream(archive, { mode: 0o600 }),
+    ).catch((error: unknown) => {
+      throw error instanceof HttpProblem ? error : invalidArchive(error);
+    });
+    await eachMember(archive, async () => undefined);
+    return await eachMember(archive, (relative, data, executable) =>
+      provider.writeFile(ref, folder === "" ? relative : posix.join(folder, relative), data, { executable }),
+    );
+  } finally {
+    await rm(spool, { recursive: true, force: true });
+  }
+}
+
+const invalidArchive = (cause: unknown) =>
+  new HttpProblem(
+    400,
+    "INVALID_ARCHIVE",
+    `The body is not a readable tar archive: ${(cause as Error).message}`,
   );
+
+/** Reads the spooled archive, checking each member, and hands every file to `write`. */
+async function eachMember(
+  archive: string,
+  write: (relative: string, data: Buffer, executable: boolean) => Promise<void>,
+): Promise<UploadResult> {
+  const extractor = extract();
+  const source = createReadStream(archive);
   let failure: unknown;
   source.on("error", (error) => {
     failure = error;
@@ -208,9 +244,7 @@ export async function unpackInto(
       const chunks: Buffer[] = [];
       for await (const chunk of entry) chunks.push(chunk as Buffer);
       const data = Buffer.concat(chunks);
-      await provider.writeFile(ref, folder === "" ? relative : posix.join(folder, relative), data, {
-        executable: ((entry.header.mode ?? 0) & 0o111) !== 0,
-      });
+      await write(relative, data, ((entry.header.mode ?? 0) & 0o111) !== 0);
       result.files++;
       result.bytes += data.byteLength;
     }
@@ -219,11 +253,7 @@ export async function unpackInto(
     extractor.destroy();
     const cause = failure ?? error;
     if (cause instanceof HttpProblem || cause instanceof ProviderError) throw cause;
-    throw new HttpProblem(
-      400,
-      "INVALID_ARCHIVE",
-      `The body is not a readable tar archive: ${(cause as Error).message}`,
-    );
+    throw invalidArchive(cause);
   }
   return result;
 }

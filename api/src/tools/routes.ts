@@ -284,8 +284,10 @@ const uploadFolder = defineRoute(MEMBER, {
   summary: "Upload a tar archive into a folder",
   description: describe(
     `The body is a tar (at most ${MAX_UPLOAD_BYTES} bytes, files of at most ${MAX_FILE_BYTES}); its files ` +
-      "are written under the folder, each under the same path rules (links are skipped). Not atomic: a " +
-      `failure leaves the files written before it. ${PATHS_DESCRIPTION}`,
+      "are written under the folder, each under the same path rules (links are skipped). The whole " +
+      "archive is checked before anything is written, so a refused one (a member outside the home, too " +
+      "large, a broken archive) changes nothing; only a write the computer itself refuses (a folder " +
+      `in the home that links out of it) stops an upload part way. ${PATHS_DESCRIPTION}`,
   ),
   request: {
     params: SessionParams,
