@@ -50,7 +50,7 @@ describe("proxy configuration", () => {
     const problems = (error as ConfigError).problems;
     expect(problems).toHaveLength(6);
     expect(problems).toContain(
-      'TRUSTED_PROXIES: "proxy.example.com" is not an IP address, a CIDR or one of loopback, linklocal, uniquelocal',
+      'TRUSTED_PROXIES: "proxy.example.com" must be an IP address, a CIDR (10.0.0.0/8) or one of loopback, linklocal, uniquelocal',
     );
     expect(problems.join("\n")).not.toContain("short-secret-value");
     expect(problems.join("\n")).not.toContain("short-metrics-token");

@@ -1,5 +1,4 @@
-import { type Env, envReader } from "@cubicle/config";
-import proxyAddr from "proxy-addr";
+import { type Env, envReader, invalidTrustedProxies, TRUSTED_PROXY_RULE } from "@cubicle/config";
 
 export interface ProxyConfig {
   readonly host: string;
@@ -58,11 +57,8 @@ export function parseProxyConfig(source: Env): ProxyConfig {
       env.problem(`PROXY_ALLOWED_ORIGINS: "${origin}" is not a bare origin like https://cubicle.example.com`);
 
   const trustedProxies = env.list("TRUSTED_PROXIES");
-  for (const proxy of trustedProxies)
-    if (!isProxyAddress(proxy))
-      env.problem(
-        `TRUSTED_PROXIES: "${proxy}" is not an IP address, a CIDR or one of loopback, linklocal, uniquelocal`,
-      );
+  for (const proxy of invalidTrustedProxies(trustedProxies))
+    env.problem(`TRUSTED_PROXIES: "${proxy}" ${TRUSTED_PROXY_RULE}`);
 
   const logLevel = env.string("LOG_LEVEL") ?? "info";
   if (!LOG_LEVELS.includes(logLevel)) env.problem(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
@@ -93,15 +89,6 @@ function isHttpUrl(value: string): boolean {
   try {
     const url = new URL(value);
     return url.protocol === "http:" || url.protocol === "https:";
-  } catch {
-    return false;
-  }
-}
-
-function isProxyAddress(value: string): boolean {
-  try {
-    proxyAddr.compile(value);
-    return true;
   } catch {
     return false;
   }

@@ -1,7 +1,6 @@
 import path from "node:path";
-import { ConfigError } from "@cubicle/config";
+import { ConfigError, invalidTrustedProxies, TRUSTED_PROXY_RULE } from "@cubicle/config";
 import { PROVIDER_KINDS, type ProviderKind } from "@cubicle/providers/contract";
-import proxyAddr from "proxy-addr";
 import { z } from "zod";
 
 export { ConfigError };
@@ -151,18 +150,7 @@ function wholeNumber(fallback: number, min: number, max: number) {
 const CONTROL_LEASE_MS = { default: 900_000, min: 10_000, testMin: 1_000, max: 4 * 3_600_000 };
 const SESSION_LEASE_MS = { default: 60_000, min: 10_000, testMin: 1_000, max: 3_600_000 };
 
-const TRUSTED_PROXY_RULE =
-  "must be an IP address, a CIDR (10.0.0.0/8) or one of loopback, linklocal, uniquelocal";
 const MIN_METRICS_TOKEN_LENGTH = 32;
-
-function isProxyAddress(value: string): boolean {
-  try {
-    proxyAddr.compile(value);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const ORIGIN_RULE = "must be an http(s) origin without path, query or credentials (e.g. https://example.com)";
 
@@ -237,7 +225,7 @@ const schema = z
     }),
     TRUSTED_PROXIES: optionalTrimmed.transform((v, ctx) => {
       const items = splitList(v);
-      const invalid = items.filter((item) => !isProxyAddress(item));
+      const invalid = invalidTrustedProxies(items);
       if (invalid.length > 0) {
         const list = invalid.map((item) => JSON.stringify(item)).join(", ");
         ctx.addIssue({ code: "custom", message: `${list}: ${TRUSTED_PROXY_RULE}` });
