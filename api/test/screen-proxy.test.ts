@@ -437,7 +437,8 @@ describe("the screen proxy", () => {
     // a vendor's screen socket in front of the real one, so that the test can take the screen away
     const vendor = await startVendorScreen(view, "goes-away");
     const { token } = await mintCapability(new CapabilityKeyring({ current: key }), {
-      subject: "user:screen-goes",
+      // a subject that may view this screen: the proxy checks access at admission
+      subject: `user:${world.people.viewer.userId}`,
       workspaceId: world.workspaceId,
       computerId: computer.id,
       screen: 0,
