@@ -75,9 +75,11 @@ export class FollowedStream {
         throw new Error(`api answered ${response.status} to the ${this.name} stream`);
       }
       let first = true;
-      for await (const { event, data } of readServerSentEvents(response.body)) {
+      const heard = () => {
         clearTimeout(silence);
         silence = setTimeout(() => this.abort?.abort(), SILENCE_LIMIT_MS);
+      };
+      for await (const { event, data } of readServerSentEvents(response.body, heard)) {
         this.handlers.onEvent(event, JSON.parse(data));
         if (first) onFirst();
         first = false;

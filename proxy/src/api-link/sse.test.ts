@@ -30,6 +30,16 @@ describe("server-sent events", () => {
     expect(await collect(text.split(""))).toEqual(expected);
   });
 
+  it("tells of every line heard, keep-alive comments too, so a quiet stream is known to be alive", async () => {
+    let heard = 0;
+    const events: ServerSentEvent[] = [];
+    const body = streamOf([": keep-alive\n\n", ": keep-alive\n", "\nevent: ended\ndata: x\n\n"]);
+    for await (const event of readServerSentEvents(body, () => heard++)) events.push(event);
+    expect(events).toEqual([{ event: "ended", data: "x" }]);
+    // two comments, their two blank lines, and the event's three lines
+    expect(heard).toBe(7);
+  });
+
   it("drops an event cut off by the end of the stream", async () => {
     expect(await collect(["event: granted\ndata: {}"])).toEqual([]);
   });

@@ -3,9 +3,14 @@ export interface ServerSentEvent {
   data: string;
 }
 
-/** Splits a text/event-stream body into events (comments and ids are not used here). */
+/**
+ * Splits a text/event-stream body into events (comments and ids are not used here). `heard` is
+ * told of every line, comments included: api's keep-alives are comments, and they are what shows a
+ * quiet stream is alive.
+ */
 export async function* readServerSentEvents(
   body: ReadableStream<Uint8Array>,
+  heard: () => void = () => {},
 ): AsyncGenerator<ServerSentEvent> {
   const decoder = new TextDecoder();
   let buffer = "";
@@ -21,6 +26,7 @@ export async function* readServerSentEvents(
     while (newline !== -1 && !(buffer[newline] === "\r" && newline === buffer.length - 1)) {
       const line = buffer.slice(0, newline);
       buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1));
+      heard();
       if (line === "") {
         if (data.length > 0) yield { event, data: data.join("\n") };
         event = "message";
