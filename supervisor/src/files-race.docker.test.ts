@@ -16,9 +16,16 @@ import { collectExec, exitCodeOf } from "./containers/docker/exec.ts";
 import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
 import type { ComputerRef } from "./wire.ts";
 
-/** Operations of each small kind (read, write, listing, delete), and of the costly ones. */
-const SMALL_OPS = 2_000;
+/**
+ * Operations of each small kind (read, write, listing, delete), and of the costly ones. Each op is
+ * a docker exec, so thousands per kind would cost most of the test command's budget; what must be
+ * large is the number of swaps each kind of operation races against, counted by the attacker
+ * (SWAPS_PER_KIND at least), and on the code before resolve-and-open was one step these counts
+ * leaked on every run (a quarter of the writes went outside the home).
+ */
+const SMALL_OPS = 500;
 const ARCHIVE_OPS = 40;
+const SWAPS_PER_KIND = 2_000;
 const CONCURRENCY = 8;
 /** The race gives up after this long per kind, and then fails on the count. */
 const KIND_DEADLINE_MS = 600_000;
@@ -59,6 +66,7 @@ my ($sys) = @ARGV;
 my @targets = ("/cubicle-race", "/tmp/race-open", "/etc", "/");
 my $race = "/home/cubicle/race";
 my $i = 0;
+my $swaps = 0;
 until (-e "/tmp/race-stop") {
   $i++;
   if ($i % 64 == 0 && opendir(my $home, "/home/cubicle")) {
@@ -74,7 +82,10 @@ until (-e "/tmp/race-stop") {
   if (-l "$race/link" || !-e "$race/link") {
     symlink $targets[$i % @targets], "$race/tmp-link"; rename "$race/tmp-link", "$race/link";
   }
-  syscall($sys, -100, "$race/d", -100, "$race/link", 2) for 1 .. 16;
+  $swaps++ for grep { syscall($sys, -100, "$race/d", -100, "$race/link", 2) == 0 } 1 .. 16;
+  if ($i % 256 == 0 && open(my $count, ">", "/tmp/race-swaps.next")) {
+    print $count $swaps; close $count; rename "/tmp/race-swaps.next", "/tmp/race-swaps";
+  }
 }`;
 
 /** renameat2's number on the engine's architecture. */
@@ -176,10 +187,25 @@ describe("the file tools while the computer swaps folders for symlinks", () => {
 
   const seen: string[] = [];
 
+  /** Runs one kind's race and holds it to SWAPS_PER_KIND swaps made while it ran. */
+  const swapsSoFar = async () =>
+    Number((await asRoot("cat /tmp/race-swaps 2>/dev/null || echo 0")).output.trim());
+  async function racedBySwaps(
+    kind: string,
+    count: number,
+    job: (i: number) => Promise<void>,
+  ): Promise<number> {
+    const before = await swapsSoFar();
+    const done = await race(count, job);
+    const swaps = (await swapsSoFar()) - before;
+    expect(swaps, `swaps while the ${kind}s ran`).toBeGreaterThanOrEqual(SWAPS_PER_KIND);
+    return done;
+  }
+
   it(`reads ${SMALL_OPS} times and never returns a byte from outside the home`, {
     timeout: KIND_DEADLINE_MS + 60_000,
   }, async () => {
-    const done = await race(SMALL_OPS, async (i) => {
+    const done = await racedBySwaps("read", SMALL_OPS, async (i) => {
       const path = `race/d/${NAMES[i % NAMES.length]}`;
       const data = await refusedOrDone("read", client.readFile(ref, path, { maxBytes: 1 << 20 }));
       if (data) seen.push(...leaks(Buffer.from(data).toString("utf8")).map((m) => `read ${path}: ${m}`));
@@ -192,7 +218,7 @@ describe("the file tools while the computer swaps folders for symlinks", () => {
   it(`lists ${SMALL_OPS} times and never shows a name from outside the home`, {
     timeout: KIND_DEADLINE_MS + 60_000,
   }, async () => {
-    const done = await race(SMALL_OPS, async () => {
+    const done = await racedBySwaps("listing", SMALL_OPS, async () => {
       const entries = await refusedOrDone("listing", client.listFiles(ref, "race/d"));
       for (const entry of entries ?? []) {
         if (["outside-only", "etc", "proc", "hostname", "os-release"].includes(entry.name)) {
@@ -208,11 +234,11 @@ describe("the file tools while the computer swaps folders for symlinks", () => {
   it(`writes ${SMALL_OPS} times and deletes ${SMALL_OPS} times, all inside the home`, {
     timeout: 2 * KIND_DEADLINE_MS + 60_000,
   }, async () => {
-    const wrote = await race(SMALL_OPS, async (i) => {
+    const wrote = await racedBySwaps("write", SMALL_OPS, async (i) => {
       const path = `race/d/written-${TAG}-${i}`;
       await refusedOrDone("write", client.writeFile(ref, path, Buffer.from(`written ${i}\n`)));
     });
-    const deleted = await race(SMALL_OPS, async (i) => {
+    const deleted = await racedBySwaps("delete", SMALL_OPS, async (i) => {
       const path = i % 2 === 0 ? "race/d/victim" : `race/d/written-${TAG}-${i}`;
       await refusedOrDone("delete", client.deleteFile(ref, path));
     });
@@ -224,13 +250,13 @@ describe("the file tools while the computer swaps folders for symlinks", () => {
   it(`downloads and uploads the home ${ARCHIVE_OPS} times each, all inside the home`, {
     timeout: 2 * KIND_DEADLINE_MS + 60_000,
   }, async () => {
-    const downloaded = await race(ARCHIVE_OPS, async () => {
+    const downloaded = await racedBySwaps("download", ARCHIVE_OPS, async () => {
       const body = await refusedOrDone("download", client.exportHome(ref));
       // tar meeting a folder swapped for a symlink fails, and the body breaks off: no leak either
       const tar = body && (await new Response(body).arrayBuffer().catch(() => null));
       if (tar) seen.push(...leaks(Buffer.from(tar).toString("latin1")).map((m) => `download: ${m}`));
     });
-    const uploaded = await race(ARCHIVE_OPS, async (i) => {
+    const uploaded = await racedBySwaps("upload", ARCHIVE_OPS, async (i) => {
       const tar = await homeTar(i);
       // an import whose staging folder was swapped for a symlink fails (and changes nothing)
       await refusedOrDone("upload", client.importHome(ref, new Blob([tar]).stream()));
