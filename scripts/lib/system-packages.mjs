@@ -31,7 +31,7 @@ export const SYSTEM_PACKAGES = [
 
 /**
  * Programs every Debian machine with Node and git has (essential packages, coreutils, util-linux,
- * findutils, tar, apt): the scripts may run them without an entry above.
+ * findutils, tar, apt, perl-base): the scripts may run them without an entry above.
  */
 export const BASE_PROGRAMS = [
   "apt-get",
@@ -44,6 +44,7 @@ export const BASE_PROGRAMS = [
   "node",
   "npm",
   "npx",
+  "perl",
   "runuser",
   "sh",
   "sha256sum",
