@@ -134,8 +134,26 @@ export async function closeBrowsers(home: string): Promise<void> {
   if (browsersIn(home).length === 0) return;
   await settleBrowsers(home);
   const pids = browsersIn(home);
+  // Chromium's helpers (the network service among them) may not name the profile on their command
+  // line, yet write into it; the browser is closed only once they are gone too.
+  const tree = withDescendants(pids);
   signal(pids, "SIGTERM");
-  if (await allGone(pids, BROWSER_CLOSE_GRACE_MS)) return;
-  signal(pids.filter(running), "SIGKILL");
-  await allGone(pids, 5_000);
+  if (await allGone(tree, BROWSER_CLOSE_GRACE_MS)) return;
+  signal(tree.filter(running), "SIGKILL");
+  await allGone(tree, 5_000);
+}
+
+/** `pids` and every process descended from them. */
+function withDescendants(pids: number[]): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = procText(Number(entry), "stat");
+    if (stat === null) continue;
+    const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+  }
+  const tree = new Set(pids);
+  for (const pid of tree) for (const child of children.get(pid) ?? []) tree.add(child);
+  return [...tree];
 }
