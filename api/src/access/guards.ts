@@ -1,7 +1,8 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
-import { hasRole, isWorkspaceRole, type WorkspaceRole } from "./roles.ts";
+import { memberRole } from "./member-role.ts";
+import { hasRole, type WorkspaceRole } from "./roles.ts";
 
 /**
  * Who may call a route. Every /v1 route declares one (see define-route.ts), so access rules sit
@@ -68,11 +69,5 @@ async function roleIn(
   const principal = c.var.principal;
   if (principal.kind === "api_key") return principal.workspaceId === workspaceId ? principal.role : null;
   if (principal.kind !== "user") return null;
-  const member = await c.var.deps.database.db
-    .selectFrom("member")
-    .select("role")
-    .where("organizationId", "=", workspaceId)
-    .where("userId", "=", principal.userId)
-    .executeTakeFirst();
-  return member && isWorkspaceRole(member.role) ? member.role : null;
+  return memberRole(c.var.deps.database.db, workspaceId, principal.userId);
 }

@@ -1,5 +1,6 @@
 import type { Database } from "@cubicle/db";
 import type { Kysely } from "kysely";
+import { memberRole } from "../access/member-role.ts";
 import { isWorkspaceRole, lowerOf, type WorkspaceRole } from "../access/roles.ts";
 
 export type KeyRole =
@@ -21,14 +22,9 @@ export async function keyRole(
     createdBy?: unknown;
   };
   if (!isWorkspaceRole(role) || typeof createdBy !== "string") return { refused: "KEY_METADATA_INVALID" };
-  const creator = await db
-    .selectFrom("member")
-    .select("role")
-    .where("organizationId", "=", workspaceId)
-    .where("userId", "=", createdBy)
-    .executeTakeFirst();
-  if (!creator || !isWorkspaceRole(creator.role)) return { refused: "KEY_CREATOR_LEFT_WORKSPACE" };
-  return { role: lowerOf(role, creator.role), createdBy };
+  const creatorRole = await memberRole(db, workspaceId, createdBy);
+  if (!creatorRole) return { refused: "KEY_CREATOR_LEFT_WORKSPACE" };
+  return { role: lowerOf(role, creatorRole), createdBy };
 }
 
 /** Better Auth stores a key's metadata as JSON text. */

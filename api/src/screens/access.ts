@@ -2,7 +2,8 @@ import type { Database } from "@cubicle/db";
 import type { ScreenMode } from "@cubicle/proxy/capability";
 import { type Kysely, sql } from "kysely";
 import { personRequired, roleForbidden } from "../access/guards.ts";
-import { hasRole, isWorkspaceRole, type WorkspaceRole } from "../access/roles.ts";
+import { memberRole } from "../access/member-role.ts";
+import { hasRole, type WorkspaceRole } from "../access/roles.ts";
 import { keyRole, parseKeyMetadata } from "../api-keys/key-role.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { HttpProblem } from "../http/problem.ts";
@@ -51,13 +52,7 @@ export async function screenAccessOf(
   let role: WorkspaceRole | undefined;
   let endsAt: Date | null = null;
   if (kind === "user") {
-    const member = await db
-      .selectFrom("member")
-      .select("role")
-      .where("organizationId", "=", workspaceId)
-      .where("userId", "=", id)
-      .executeTakeFirst();
-    role = isWorkspaceRole(member?.role) ? member.role : undefined;
+    role = (await memberRole(db, workspaceId, id)) ?? undefined;
   } else if (kind === "api_key") {
     const key = await db
       .selectFrom("apikey")
