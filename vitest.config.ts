@@ -21,6 +21,7 @@ export default defineConfig({
             "{db,api,proxy,supervisor,config,providers}/src/**/*.test.ts",
             "providers/testing/fake/**/*.test.ts",
             "scripts/**/*.test.ts",
+            "emulators/src/**/*.test.ts",
           ],
         },
       },
@@ -29,7 +30,8 @@ export default defineConfig({
         test: {
           name: "pglite",
           include: ["{db,api}/test/**/*.test.ts"],
-          // *.postgres.test.ts: suites about several processes on one database server
+          // *.postgres.test.ts: suites about several processes on one database server, and heavy
+          // suites on vendors' emulated sandboxes, run once, on the production dialect
           exclude: ["**/*.postgres.test.ts"],
           env: { CUBICLE_TEST_DB: "pglite" },
         },

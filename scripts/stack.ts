@@ -2,10 +2,10 @@
 // its own process as in production — the dashboard, the api, the screen proxy and, when computers run
 // in local Docker, the supervisor — sharing the development secrets the api keeps under DATA_DIR.
 import { type ChildProcess, spawn } from "node:child_process";
-import { runsOnThisMachine, usesSupervisor } from "@cubicle/providers";
+import { runsEmulatedDesktops, runsOnThisMachine, usesSupervisor } from "@cubicle/providers";
 import { ConfigError, parseEnv } from "../api/src/config/env.ts";
 import { resolveSecrets } from "../api/src/config/secrets.ts";
-import { ensureComputerImage, ensureDockerEngine } from "./lib/docker-engine.mjs";
+import { ensureComputerImage, ensureDockerEngine, ensureE2bDesktopImage } from "./lib/docker-engine.mjs";
 import { root } from "./lib/run.mjs";
 import { ensureSystemPackages } from "./lib/system-packages.mjs";
 import { ensureWebBuilt, webServerCommand } from "./lib/web.mjs";
@@ -93,6 +93,14 @@ if (
     SUPERVISOR_HOST: supervisorUrl.hostname,
     SUPERVISOR_PORT: supervisorUrl.port || "80",
   });
+}
+
+// a vendor emulator (tests and development) runs inside the api; its sandboxes are desktops in the
+// local Docker engine, made from an image built here like the computer image
+if (runsEmulatedDesktops(api.sandbox.provider)) {
+  await ensureDockerEngine();
+  await ensureComputerImage();
+  await ensureE2bDesktopImage();
 }
 
 const apiHost = api.host === "0.0.0.0" ? "127.0.0.1" : api.host;

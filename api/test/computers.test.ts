@@ -239,7 +239,7 @@ describe("with the fake provider", () => {
         .set({ last_activity_at: new Date(Date.now() - 3_600_000) })
         .where("id", "=", computer.id)
         .execute();
-      await touchComputer(t.database.db, computer.id);
+      await touchComputer(t.api.deps, computer.id);
       const touched = (await row(computer.id)).last_activity_at;
       expect(Date.now() - (touched?.getTime() ?? 0)).toBeLessThan(60_000);
     });
@@ -255,7 +255,7 @@ describe("with the fake provider", () => {
         .execute();
       // found idle, then used before the suspension claims it
       const found = await row(computer.id);
-      await touchComputer(t.database.db, computer.id);
+      await touchComputer(t.api.deps, computer.id);
       const kept = await stopComputer(t.api.deps, found, ACTOR, "idle", { onlyIf: idle });
       expect(kept.state).toBe("running");
       expect(await audits("computer.stopped", computer.id)).toEqual([]);

@@ -1,11 +1,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startE2bEmulator } from "@cubicle/emulators/e2b";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
 import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import type { SandboxProvider } from "../src/contract/index.ts";
 import { createDesktopProvider } from "../src/desktop/index.ts";
 import { createDockerProvider } from "../src/docker/index.ts";
+import { createE2bProvider } from "../src/e2b/index.ts";
 import { createFakeProvider } from "./fake/index.ts";
 import { ArmedFaults } from "./faults.ts";
 import { type ConformanceException, conformanceSuite } from "./suites/conformance.ts";
@@ -45,6 +47,32 @@ const docker: MakeProvider = async () => {
   return { provider, faults, liveScreens: true, cleanup: () => supervisor.close() };
 };
 
+/**
+ * The real e2b adapter and the unmodified SDK against the loopback E2B emulator, whose sandboxes
+ * are real desktops in the local Docker engine; every sandbox it made is removed afterwards.
+ */
+const e2b: MakeProvider = async () => {
+  const emulator = await startE2bEmulator({ instance: `suites-${process.pid}` });
+  const faults = new ArmedFaults();
+  const provider = createE2bProvider({
+    kind: "e2b-emulator",
+    connection: {
+      apiKey: emulator.apiKey,
+      apiUrl: emulator.apiUrl,
+      sandboxUrl: emulator.sandboxUrl,
+      domain: emulator.domain,
+    },
+    sandboxLifetimeMs: 15 * 60_000,
+    faults,
+  });
+  return {
+    provider,
+    faults,
+    liveScreens: true,
+    cleanup: () => emulator.close({ removeSandboxes: true }),
+  };
+};
+
 /** Every backend the shared suites hold to the contract; adding one is one line. */
 const BACKENDS: {
   name: string;
@@ -63,6 +91,7 @@ const BACKENDS: {
   },
   { name: "desktop", make: desktop },
   { name: "docker", make: docker },
+  { name: "e2b-emulator", make: e2b },
 ];
 
 for (const { name, make, exceptions } of BACKENDS) {

@@ -269,13 +269,26 @@ export function destroyComputer(
   });
 }
 
-/** Marks use of the computer (tool calls, session heartbeats, screen use): idle time starts over. */
-export async function touchComputer(db: Kysely<Database>, computerId: string): Promise<void> {
-  await db
+/**
+ * Marks use of the computer (tool calls, session heartbeats, screen use): idle time starts over,
+ * and a provider whose vendor pauses unused machines by itself is told the machine is in use, so
+ * only Cubicle's idle job (which takes a checkpoint first) suspends a computer. That notice is
+ * best effort and not waited for: the use goes on whether or not the vendor heard it.
+ */
+export async function touchComputer(
+  deps: Pick<ComputerDeps, "database" | "sandbox">,
+  computerId: string,
+): Promise<void> {
+  const row = await deps.database.db
     .updateTable("computers")
     .set({ last_activity_at: sql`now()` })
     .where("id", "=", computerId)
-    .execute();
+    .returningAll()
+    .executeTakeFirst();
+  if (row?.state !== "running") return;
+  void machineOfRecord(deps, row)
+    .then((machine) => machine?.provider.keepAlive?.(machine.ref))
+    .catch(() => undefined);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -82,7 +82,9 @@ export const COMPUTERS = "/v1/workspaces/{workspaceId}/computers";
 export const PROVIDER_PROBLEMS = {
   409: { description: "Busy (COMPUTER_BUSY), or changing state elsewhere (COMPUTER_TRANSITIONING)" },
   501: { description: "The provider is not available in this version (NOT_AVAILABLE_YET)" },
-  502: { description: "The provider failed (PROVIDER_FAILURE)" },
+  502: {
+    description: "The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED)",
+  },
   503: { description: "Computers are disabled (SANDBOX_DISABLED)" },
 } as const;
 
@@ -190,7 +192,7 @@ export function computerRoutes() {
       return c.json(await view(c, computer), 200);
     })
     .openapi(heartbeatRoute, async (c) => {
-      await touchComputer(c.var.deps.database.db, (await computerOf(c)).id);
+      await touchComputer(c.var.deps, (await computerOf(c)).id);
       return c.body(null, 204);
     })
     .openapi(stopRoute, async (c) => {

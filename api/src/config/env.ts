@@ -79,6 +79,9 @@ export interface SandboxEnv {
   readonly idleMs: number;
   readonly commandTimeoutMs: number;
   readonly e2bApiKey: string | undefined;
+  readonly e2bApiUrl: string | undefined;
+  readonly e2bSandboxUrl: string | undefined;
+  readonly e2bDomain: string | undefined;
   readonly daytonaApiKey: string | undefined;
   readonly daytonaApiUrl: string | undefined;
   readonly daytonaTarget: string | undefined;
@@ -99,6 +102,13 @@ const trimOrUnset = (value: unknown): unknown => {
 };
 
 const optionalTrimmed = z.preprocess(trimOrUnset, z.string().optional());
+/** An http(s) URL without its trailing slashes, or unset. */
+const optionalHttpUrl = optionalTrimmed.transform((v, ctx) => {
+  if (v === undefined) return undefined;
+  if (/^https?:\/\//.test(v) && URL.canParse(v)) return v.replace(/\/+$/, "");
+  ctx.addIssue({ code: "custom", message: "must be an http(s) URL" });
+  return z.NEVER;
+});
 
 function splitList(value: string | undefined): string[] {
   if (value === undefined) return [];
@@ -281,12 +291,7 @@ const schema = z
       });
       return z.NEVER;
     }),
-    SANDBOX_SUPERVISOR_URL: optionalTrimmed.transform((v, ctx) => {
-      if (v === undefined) return "http://127.0.0.1:7091";
-      if (/^https?:\/\//.test(v) && URL.canParse(v)) return v.replace(/\/+$/, "");
-      ctx.addIssue({ code: "custom", message: "must be an http(s) URL" });
-      return z.NEVER;
-    }),
+    SANDBOX_SUPERVISOR_URL: optionalHttpUrl.transform((v) => v ?? "http://127.0.0.1:7091"),
     SANDBOX_SUPERVISOR_TOKEN: optionalTrimmed,
     CHECKPOINT_DIR: optionalTrimmed,
     // At least one revision is always kept: it is what a replacement machine is restored from.
@@ -295,6 +300,10 @@ const schema = z
     SANDBOX_IDLE_MS: positiveMilliseconds(600_000),
     SANDBOX_COMMAND_TIMEOUT_MS: positiveMilliseconds(300_000),
     E2B_API_KEY: optionalTrimmed,
+    // the SDK's own redirect settings (an E2B-compatible endpoint, a self-hosted E2B)
+    E2B_API_URL: optionalHttpUrl,
+    E2B_SANDBOX_URL: optionalHttpUrl,
+    E2B_DOMAIN: optionalTrimmed,
     DAYTONA_API_KEY: optionalTrimmed,
     DAYTONA_API_URL: optionalTrimmed,
     DAYTONA_TARGET: optionalTrimmed,
@@ -359,6 +368,9 @@ const schema = z
         idleMs: raw.SANDBOX_IDLE_MS,
         commandTimeoutMs: raw.SANDBOX_COMMAND_TIMEOUT_MS,
         e2bApiKey: raw.E2B_API_KEY,
+        e2bApiUrl: raw.E2B_API_URL,
+        e2bSandboxUrl: raw.E2B_SANDBOX_URL,
+        e2bDomain: raw.E2B_DOMAIN,
         daytonaApiKey: raw.DAYTONA_API_KEY,
         daytonaApiUrl: raw.DAYTONA_API_URL,
         daytonaTarget: raw.DAYTONA_TARGET,

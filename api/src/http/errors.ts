@@ -23,6 +23,7 @@ const PROVIDER_ERROR_STATUS = {
   INVALID_SCREEN: 400,
   INVALID_PASSWORD: 400,
   APP_LAUNCH_FAILED: 502,
+  PROVIDER_AUTH_FAILED: 502,
   PROVIDER_FAILURE: 502,
 } as const satisfies Record<ProviderErrorCode, ContentfulStatusCode>;
 

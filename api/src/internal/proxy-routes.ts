@@ -56,8 +56,7 @@ export function proxyRoutes() {
   app.post("/internal/proxy/activity", async (c) => {
     const body = ActivitySchema.safeParse(await c.req.json().catch(() => undefined));
     if (!body.success) throw new HttpProblem(400, "VALIDATION_FAILED", "Send {computerIds}.");
-    for (const computerId of new Set(body.data.computerIds))
-      await touchComputer(c.var.deps.database.db, computerId);
+    for (const computerId of new Set(body.data.computerIds)) await touchComputer(c.var.deps, computerId);
     return c.body(null, 204);
   });
 

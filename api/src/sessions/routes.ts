@@ -223,7 +223,7 @@ export function sessionRoutes() {
         deps.env.sessions.leaseMs,
       );
       if (!renewed) throw await staleFence(db, session, fence);
-      await touchComputer(db, session.computer_id);
+      await touchComputer(deps, session.computer_id);
       return c.json(sessionBody({ ...session, ...renewed, effective_status: "open" }), 200);
     })
     .openapi(endSession, async (c) => {
@@ -238,7 +238,7 @@ export function sessionRoutes() {
       const actor = actorOf(c.var.principal);
       const ended = await endLease(deps, session.id, fence, outcome, actor);
       if (!ended) throw await staleFence(db, session, fence);
-      await touchComputer(db, session.computer_id);
+      await touchComputer(deps, session.computer_id);
       deps.checkpoints.afterSession({ computerId: session.computer_id, outcome, actor });
       return c.json(sessionBody({ ...session, ...ended, effective_status: "ended" }), 200);
     })

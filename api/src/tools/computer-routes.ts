@@ -136,7 +136,7 @@ async function runningComputer(c: Context<AppEnv>): Promise<RunningComputer> {
       "MACHINE_STOPPED",
       `The computer is ${computer.state === "running" ? "not on the provider in effect" : computer.state}; start it first.`,
     );
-  await touchComputer(c.var.deps.database.db, computer.id);
+  await touchComputer(c.var.deps, computer.id);
   return { computer, machine };
 }
 

@@ -51,7 +51,7 @@ export async function toolSession(
   let current: { computer: Computer; machine: Machine };
   const trusted = record.state === "running" ? await machineOf(deps, record) : null;
   if (trusted && trusted.ref.providerRef !== null) {
-    await touchComputer(db, record.id);
+    await touchComputer(deps, record.id);
     current = { computer: record, machine: trusted };
   } else current = await ensureRunning(deps, record, actor);
 

@@ -23,7 +23,7 @@ window.openScreen = (url, protocol, token, viewOnly) => {
   rfb.viewOnly = viewOnly;
   rfb.scaleViewport = false;
   for (const name of ["connect", "disconnect", "securityfailure"])
-    rfb.addEventListener(name, (event) => window.screenEvents.push({ name, clean: event.detail?.clean }));
+    rfb.addEventListener(name, (event) => window.screenEvents.push({ name, clean: event.detail?.clean, at: Date.now() }));
   window.rfb = rfb;
 };
 </script></body></html>`;

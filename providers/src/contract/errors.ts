@@ -19,6 +19,8 @@ export const PROVIDER_ERROR_CODES = [
   "INVALID_SCREEN",
   "INVALID_PASSWORD",
   "APP_LAUNCH_FAILED",
+  /** The vendor refused the configured API key: the operator's to fix, not a passing failure. */
+  "PROVIDER_AUTH_FAILED",
   "PROVIDER_FAILURE",
 ] as const;
 

@@ -9,7 +9,7 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
-import type { FaultPlan } from "../kernel/faults.ts";
+import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { asProviderError, translated } from "./errors.ts";
@@ -213,38 +213,3 @@ export const DOCKER_APPS: AppPrograms = {
   browser: { program: "/opt/cubicle/browser" },
   terminal: { program: "xterm" },
 };
-
-/** An archive cut short (a checkpoint store that lost its tail): extraction starts, then fails. */
-function truncateAfterFirstChunk(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
-  return new ReadableStream({
-    async start(controller) {
-      const { value } = await reader.read();
-      if (value) controller.enqueue(value.subarray(0, Math.max(1, Math.floor(value.length / 2))));
-      await reader.cancel().catch(() => {});
-      controller.close();
-    },
-  });
-}
-
-/** The failure a broken network or a dying peer causes: the archive stops halfway. */
-function breakAfterFirstChunk(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
-  let sent = false;
-  return new ReadableStream({
-    async pull(controller) {
-      if (sent) {
-        await reader.cancel().catch(() => {});
-        controller.error(new ProviderError("PROVIDER_FAILURE", "the archive stream broke"));
-        return;
-      }
-      const { value, done } = await reader.read();
-      if (done) {
-        controller.error(new ProviderError("PROVIDER_FAILURE", "the archive stream broke"));
-        return;
-      }
-      sent = true;
-      controller.enqueue(value);
-    },
-  });
-}

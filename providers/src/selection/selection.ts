@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
 import {
@@ -8,6 +9,7 @@ import {
 } from "../contract/index.ts";
 import { createDesktopProvider } from "../desktop/index.ts";
 import { createDockerProvider } from "../docker/index.ts";
+import { createE2bProvider } from "../e2b/index.ts";
 import { createRefusingProvider } from "../none/index.ts";
 
 /** What choosing and building a backend needs to know (the api's SandboxEnv satisfies it). */
@@ -15,6 +17,12 @@ export interface ProviderSettings {
   readonly provider: ProviderKind;
   readonly supervisorUrl: string;
   readonly e2bApiKey: string | undefined;
+  /** The E2B SDK's own redirect settings (E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN). */
+  readonly e2bApiUrl: string | undefined;
+  readonly e2bSandboxUrl: string | undefined;
+  readonly e2bDomain: string | undefined;
+  /** How long a computer may sit unused before Cubicle suspends it (SANDBOX_IDLE_MS). */
+  readonly idleMs: number;
   readonly daytonaApiKey: string | undefined;
   readonly boxApiKey: string | undefined;
   /** Extra host folders a `desktop` computer may touch besides its home. */
@@ -76,7 +84,15 @@ export function usesSupervisor(kind: ProviderKind): boolean {
  * when the owner picks "this host"), so the machine needs those programs installed.
  */
 export function runsOnThisMachine(kind: ProviderKind): boolean {
-  return kind === "docker" || kind === "desktop";
+  return kind === "docker" || kind === "desktop" || runsEmulatedDesktops(kind);
+}
+
+/**
+ * Whether this configuration's machines are a vendor emulator's desktops in the local Docker
+ * engine, so that engine and the emulator's image must be there.
+ */
+export function runsEmulatedDesktops(kind: ProviderKind): boolean {
+  return kind === "e2b-emulator";
 }
 
 export function isTestKind(kind: ProviderKind): boolean {
@@ -129,10 +145,34 @@ export async function buildProvider(kind: ProviderKind, context: BuildContext): 
           token: context.supervisorToken,
         }),
       });
-    case "e2b":
+    case "e2b": {
+      const { e2bApiKey, e2bApiUrl, e2bSandboxUrl, e2bDomain } = context.settings;
+      if (!e2bApiKey) throw new Error("E2B_API_KEY is required by the e2b provider");
+      return createE2bProvider({
+        connection: { apiKey: e2bApiKey, apiUrl: e2bApiUrl, sandboxUrl: e2bSandboxUrl, domain: e2bDomain },
+        sandboxLifetimeMs: vendorLifetimeMs(context.settings.idleMs),
+      });
+    }
+    case "e2b-emulator": {
+      // the real e2b adapter, pointed by the SDK's own settings at an E2B emulator on loopback whose
+      // sandboxes are desktops in the local Docker engine; named after DATA_DIR, so a restarted api
+      // finds its sandboxes again
+      const { startE2bEmulator } = await import("@cubicle/emulators/e2b");
+      const emulator = await startE2bEmulator({ instance: emulatorInstance(context.dataDir) });
+      const provider = createE2bProvider({
+        kind,
+        connection: {
+          apiKey: emulator.apiKey,
+          apiUrl: emulator.apiUrl,
+          sandboxUrl: emulator.sandboxUrl,
+          domain: emulator.domain,
+        },
+        sandboxLifetimeMs: vendorLifetimeMs(context.settings.idleMs),
+      });
+      return Object.assign(provider, { shutdown: () => emulator.close() });
+    }
     case "daytona":
     case "box":
-    case "e2b-emulator":
     case "daytona-emulator":
     case "box-emulator":
       return createRefusingProvider(
@@ -144,6 +184,19 @@ export async function buildProvider(kind: ProviderKind, context: BuildContext): 
           ),
       );
   }
+}
+
+/**
+ * How long a vendor keeps an unused machine before pausing it by itself: past Cubicle's own idle
+ * window, so Cubicle's idle job, which takes a checkpoint first, is what normally suspends it.
+ */
+function vendorLifetimeMs(idleMs: number): number {
+  return idleMs + 5 * 60_000;
+}
+
+/** The name an emulator gives the machines it makes for the api whose data lives in `dataDir`. */
+function emulatorInstance(dataDir: string): string {
+  return `cubicle-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`;
 }
 
 /**

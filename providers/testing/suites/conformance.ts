@@ -15,8 +15,8 @@ import {
   type MachineRef,
   OUTPUT_TRUNCATED_MARKER,
   type SandboxProvider,
-  type ScreenTarget,
 } from "../../src/contract/index.ts";
+import { ScreenRelays, type VncTarget } from "../screen-relays.ts";
 import {
   bytes,
   CASE_TIMEOUT_MS,
@@ -57,13 +57,6 @@ async function childGone(provider: SandboxProvider, ref: MachineRef, pid: string
   }, 3_000);
   if (!gone) expect(last.trim(), `background child ${pid} after the command ended`).toBe("gone");
   return gone;
-}
-
-type VncTarget = Extract<ScreenTarget, { kind: "vnc" }>;
-
-function vncTarget(target: ScreenTarget, what: string): VncTarget {
-  if (target.kind !== "vnc") throw new Error(`expected a vnc target for ${what}, got ${target.kind}`);
-  return target;
 }
 
 /** Asserts the server takes the password, where this machine can compute VNC's DES response. */
@@ -192,11 +185,16 @@ export function conformanceSuite(
       return put.provider;
     };
     const machines = new Machines(provider);
+    // vendors' screens are WebSockets; the suite speaks RFB to them through a loopback relay
+    const relays = new ScreenRelays();
 
     beforeAll(async () => {
       put = await make();
     });
-    afterEach(() => machines.destroyAll());
+    afterEach(async () => {
+      await machines.destroyAll();
+      await relays.closeAll();
+    });
     afterAll(async () => {
       await machines.destroyAll();
       await put?.cleanup();
@@ -657,16 +655,18 @@ export function conformanceSuite(
             await expectProviderError(p.openControl(ref, 0, "ctl12345"), "GRAPHICAL_UNAVAILABLE");
             return;
           }
-          const view = vncTarget(await p.openScreen(ref, 0), "the view");
-          const control = vncTarget(await p.openControl(ref, 0, "ctl12345"), "control");
-          expect(control).toMatchObject({ kind: "vnc", password: "ctl12345" });
-          expect(control.port, "control has its own server").not.toBe(view.port);
+          const viewTarget = await p.openScreen(ref, 0);
+          const controlTarget = await p.openControl(ref, 0, "ctl12345");
+          expect(controlTarget).toMatchObject({ password: "ctl12345" });
+          expect(controlTarget, "control has its own server").not.toEqual(viewTarget);
+          const view = await relays.reach(viewTarget);
+          const control = await relays.reach(controlTarget);
           if (live) await expectInputOnlyThroughControl(p, ref, view, control);
 
           const held = live ? await holdVncConnection(control.port, control.host) : undefined;
           if (held) expect(held.banner).toBe("RFB 003.008\n");
           expect(await p.openControl(ref, 0, "ctl12345"), "the same password: the same target").toEqual(
-            control,
+            controlTarget,
           );
           if (held) {
             expect(held.isClosed(), "a live control connection survives opening again").toBe(false);
@@ -674,8 +674,9 @@ export function conformanceSuite(
             await expectAccepts(control, "ctl12345", true);
           }
 
-          const replaced = vncTarget(await p.openControl(ref, 0, "other678"), "replaced control");
-          expect(replaced).toMatchObject({ kind: "vnc", password: "other678" });
+          const replacedTarget = await p.openControl(ref, 0, "other678");
+          expect(replacedTarget).toMatchObject({ password: "other678" });
+          const replaced = await relays.reach(replacedTarget);
           if (held) {
             expect(await held.closesWithin(10_000), "another password drops the connections").toBe(true);
             await expectAccepts(replaced, "other678", true);
@@ -688,7 +689,7 @@ export function conformanceSuite(
             expect(await vncAnswers(replaced.port, replaced.host), "control after closeControl").toBe(false);
             expect(await vncAnswers(view.port, view.host), "the view after closeControl").toBe(true);
           }
-          const reopened = vncTarget(await p.openControl(ref, 0, "ctl12345"), "reopened control");
+          const reopened = await relays.reach(await p.openControl(ref, 0, "ctl12345"));
           expect(reopened.password).toBe("ctl12345");
           if (live) expect(await vncAnswers(reopened.port, reopened.host), "reopened control").toBe(true);
         },
@@ -702,8 +703,8 @@ export function conformanceSuite(
           const p = provider();
           const ref = await machines.fresh();
           if (!p.capabilities.graphical || !put?.liveScreens) return;
-          const view = vncTarget(await p.openScreen(ref, 0), "the view");
-          const control = vncTarget(await p.openControl(ref, 0, "clip1234"), "control");
+          const view = await relays.reach(await p.openScreen(ref, 0));
+          const control = await relays.reach(await p.openControl(ref, 0, "clip1234"));
           const viewer = await watchVncClipboard(view.port, view.password, view.host);
           const controller = await watchVncClipboard(control.port, control.password, control.host);
           if (!viewer || !controller) return; // no DES on this machine: cannot log in
@@ -766,7 +767,7 @@ export function conformanceSuite(
             );
           }
 
-          const control = vncTarget(await p.openControl(ref, 0, "~!@#$%^&"), "control");
+          const control = await relays.reach(await p.openControl(ref, 0, "~!@#$%^&"));
           expect(control.password).toBe("~!@#$%^&");
           await p.stop(ref);
           if (put?.liveScreens) {

@@ -1,12 +1,14 @@
-# Helpers shared by the /opt/cubicle scripts (sourced; POSIX sh).
-RUN_DIR=/run/cubicle
+# Helpers shared by the /opt/cubicle scripts (sourced; POSIX sh). E2B sandboxes source them too
+# (providers/src/e2b/kit), with their own state folder and screen i on display :i.
+RUN_DIR=${CUBICLE_RUN_DIR:-/run/cubicle}
+DISPLAY_BASE=${CUBICLE_DISPLAY_BASE:-1}
 
-# screen_vars <i>: sets SCREEN, DISPLAY_NUM (i+1), VIEW_PORT (6080+2i), CONTROL_PORT (6081+2i) and
-# SCREEN_DIR (/run/cubicle/screens/<i>); fails unless i is 0..7.
+# screen_vars <i>: sets SCREEN, DISPLAY_NUM (i+DISPLAY_BASE), VIEW_PORT (6080+2i), CONTROL_PORT
+# (6081+2i) and SCREEN_DIR ($RUN_DIR/screens/<i>); fails unless i is 0..7.
 screen_vars() {
   case "${1:-}" in [0-7]) ;; *) return 1 ;; esac
   SCREEN=$1
-  DISPLAY_NUM=$(($1 + 1))
+  DISPLAY_NUM=$(($1 + DISPLAY_BASE))
   VIEW_PORT=$((6080 + 2 * $1))
   CONTROL_PORT=$((6081 + 2 * $1))
   SCREEN_DIR=$RUN_DIR/screens/$1
@@ -164,7 +166,7 @@ settle_browsers() {
 close_windows() {
   for dir in "$RUN_DIR"/screens/*; do
     [ -e "$dir/xvfb.pid" ] && alive "$dir/xvfb.pid" || continue
-    display=":$((${dir##*/} + 1))"
+    display=":$((${dir##*/} + DISPLAY_BASE))"
     for window in $(DISPLAY=$display xdotool search --onlyvisible --class chromium 2>/dev/null); do
       DISPLAY=$display xdotool windowactivate --sync "$window" key --clearmodifiers ctrl+shift+w \
         2>/dev/null || true

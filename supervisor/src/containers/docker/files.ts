@@ -1,4 +1,4 @@
-import type { FileEntry } from "@cubicle/providers/contract";
+import { parseHomeListing } from "@cubicle/providers/kernel";
 import type Docker from "dockerode";
 import { containerPath, homeRelativePath } from "../../paths.ts";
 import { outsideHome, SupervisorProblem, tooLarge } from "../../problems.ts";
@@ -38,27 +38,6 @@ function problemFor(verdict: string, relative: string, maxBytes = 0): Supervisor
   }
 }
 
-function entriesOf(listing: Buffer, relative: string): FileEntry[] {
-  const fields = listing.length === 0 ? [] : listing.toString("utf8").split("\0");
-  // NUL terminates every field, so the last split part is empty
-  if (fields.at(-1) === "") fields.pop();
-  const entries: FileEntry[] = [];
-  for (let i = 0; i + 4 < fields.length; i += 5) {
-    const [name = "", kind, size, mode, mtime] = fields.slice(i, i + 5);
-    const type = kind === "l" ? "symlink" : kind === "d" ? "directory" : "file";
-    const seconds = Number(mtime);
-    entries.push({
-      name,
-      path: relative ? `${relative}/${name}` : name,
-      type,
-      size: Number(size) || 0,
-      executable: type === "file" && (Number.parseInt(mode ?? "0", 8) & 0o111) !== 0,
-      modifiedAt: new Date(Number.isFinite(seconds) ? seconds * 1000 : 0).toISOString(),
-    });
-  }
-  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-}
-
 /** Runs a small operation (no stdin, output collected); its verdict line and the rest. */
 async function smallOp(
   container: Docker.Container,
@@ -85,7 +64,7 @@ export async function openPath(
   if (options.expect === "directory") {
     const { verdict, rest } = await smallOp(container, ["list", relative]);
     if (verdict !== "ok") throw problemFor(verdict, relative);
-    return { kind: "directory", entries: entriesOf(rest, relative) };
+    return { kind: "directory", entries: parseHomeListing(rest.toString("utf8"), relative) };
   }
   const run = await HelperRun.files(container, ["open", relative, String(options.maxBytes)]);
   let handedOver = false;
@@ -95,7 +74,7 @@ export async function openPath(
       if (options.expect === "file") throw problemFor("notfile", relative);
       const listing = await run.collect(MAX_LISTING_BYTES);
       await run.finish();
-      return { kind: "directory", entries: entriesOf(listing, relative) };
+      return { kind: "directory", entries: parseHomeListing(listing.toString("utf8"), relative) };
     }
     const size = /^file (\d+)$/.exec(verdict)?.[1];
     if (size === undefined) throw problemFor(verdict, relative, options.maxBytes);

@@ -1,15 +1,10 @@
-import { readFileSync } from "node:fs";
 import type { Duplex } from "node:stream";
+import { HOME_FILES_SCRIPT } from "@cubicle/providers/kernel";
 import type Docker from "dockerode";
+import { CONTAINER_HOME } from "../../paths.ts";
 import { SupervisorProblem } from "../../problems.ts";
 import { FrameDemuxer } from "./demux.ts";
 import { exitCodeOf, startExec } from "./exec.ts";
-
-/**
- * home-files.pl, handed to perl at every exec rather than baked into the image, so computers made
- * from older images get the same safe file operations.
- */
-const SCRIPT = readFileSync(new URL("./home-files.pl", import.meta.url), "utf8");
 
 const STDERR_TAIL = 4_096;
 
@@ -32,13 +27,13 @@ export class HelperRun {
     stream.on("error", () => undefined);
   }
 
-  /** home-files.pl with `op` and its arguments; `timeoutSeconds` is enforced inside the computer. */
+  /** The kernel's home-files.pl on the computer's home, with `op` and its arguments; `timeoutSeconds` is enforced inside the computer. */
   static files(
     container: Docker.Container,
     args: string[],
     options: { stdin?: boolean; timeoutSeconds?: number } = {},
   ): Promise<HelperRun> {
-    const cmd = ["perl", "-e", SCRIPT, "--", ...args];
+    const cmd = ["perl", "-e", HOME_FILES_SCRIPT, "--", CONTAINER_HOME, ...args];
     return HelperRun.start(container, `file operation ${args[0]} on ${args[1] || "."}`, cmd, options);
   }
 

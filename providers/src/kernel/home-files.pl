@@ -1,6 +1,7 @@
-# The supervisor's file operations, run inside the computer as its user (uid 1000) with
-# `perl -e <this> <op> <home-relative path> [args]` (shipped with the supervisor, so computers made
-# from older images get it too). Nothing here trusts a path twice: every component is opened with
+# File operations confined to a home, run inside the computer as its user with
+# `perl -e <this> -- <home> <op> <home-relative path> [args]` (handed over at every run rather than
+# baked into an image, so computers made from older images, and vendors' sandboxes, get it too:
+# the supervisor's Docker computers with home /home/cubicle, E2B sandboxes with theirs). Nothing here trusts a path twice: every component is opened with
 # O_NOFOLLOW relative to the folder opened before it (`/proc/self/fd/<fd>/<name>` is openat), and a
 # symlink met on the way is read and resolved here, against the folders already open, and refused
 # unless it stays in the home. A program in the computer swapping a folder for a symlink meanwhile
@@ -14,9 +15,9 @@ use warnings;
 use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_EXCL O_NOFOLLOW O_DIRECTORY O_NONBLOCK S_ISDIR S_ISREG S_ISLNK);
 use POSIX qw(EEXIST ELOOP ENOENT ENOTDIR EISDIR);
 
-my $HOME = '/home/cubicle';
 my $MAX_LINKS = 40;
-my ($op, $rel, @args) = @ARGV;
+my ($HOME, $op, $rel, @args) = @ARGV;
+die "the home must be an absolute path\n" unless defined $HOME && $HOME =~ m{^/.+[^/]$};
 binmode STDOUT;
 binmode STDIN;
 

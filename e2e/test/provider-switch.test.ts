@@ -1,0 +1,133 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DatabaseHandle } from "@cubicle/db";
+import { openTestDatabase } from "@cubicle/db/testing";
+import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkpointsOn } from "../../api/test/support/checkpoints.ts";
+import { machineFor } from "../../api/test/support/computers.ts";
+import { expectStatus, startTestApi, type TestApi } from "../../api/test/support/harness.ts";
+import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
+import { type LoginSite, startLoginSite } from "../../api/test/support/site-for-computers.ts";
+import { until } from "../../api/test/support/until.ts";
+import { buildWorld, type World } from "../../api/test/support/world.ts";
+
+/**
+ * Switching providers is a setting, not a migration: a Team Computer's home made on `docker`,
+ * with Chromium signed in to a cookie-login site, then SANDBOX_PROVIDER changed to `e2b-emulator`
+ * and the api restarted (same database, secrets and checkpoint store). The next session runs on a
+ * fresh E2B sandbox restored from the latest checkpoint, and Chromium there is still signed in.
+ */
+const SLOW = 420_000;
+const NETWORK = "cubicle-computers";
+const BRIDGE = "cubicle0";
+
+const secrets = {
+  BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
+  ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
+  SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
+  CHECKPOINT_DIR: mkdtempSync(join(tmpdir(), "cubicle-switch-checkpoints-")),
+};
+
+let database: DatabaseHandle;
+let supervisor: TestSupervisor;
+let site: LoginSite;
+let t: TestApi;
+let w: World;
+const apis: TestApi[] = [];
+const c = checkpointsOn(
+  () => t,
+  () => w,
+);
+
+async function startApiOn(provider: Record<string, string>): Promise<TestApi> {
+  const api = await startTestApi({ ...secrets, ...provider }, { database });
+  apis.push(api);
+  return api;
+}
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  supervisor = await startTestSupervisor();
+  t = await startApiOn({
+    SANDBOX_PROVIDER: "docker",
+    SANDBOX_SUPERVISOR_URL: supervisor.url,
+    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
+  });
+  w = await buildWorld(t, "provider-switch");
+  site = await startLoginSite(NETWORK, BRIDGE);
+}, SLOW);
+
+afterAll(async () => {
+  await site?.close();
+  // every machine either api made: the Docker container and the E2B sandbox
+  for (const api of apis.reverse()) {
+    for (const computer of await api.database.db.selectFrom("computers").selectAll().execute()) {
+      const machine = await machineFor(api, computer).catch(() => undefined);
+      await machine?.provider.destroy(machine.ref).catch(() => undefined);
+    }
+    await api.close().catch(() => undefined);
+  }
+  await supervisor?.close();
+  await database?.close();
+  rmSync(secrets.CHECKPOINT_DIR, { recursive: true, force: true });
+}, SLOW);
+
+const sessions = () => new SessionClient({ client: w.people.owner.at(t.api.url) }, w.workspaceId);
+const launchBrowser = async (s: OpenedSession, url: string) =>
+  expectStatus(await sessions().tool(s, "POST", "/launch-app", { app: "browser", url }), 202);
+
+describe("switching a deployment from docker to e2b-emulator", () => {
+  it(
+    "moves a Team Computer to a fresh E2B sandbox restored from its latest checkpoint, with Chromium still signed in",
+    async () => {
+      const bot = await createBot(w.people.owner, w.workspaceId, "team");
+      const first = await sessions().opened(bot.id);
+      expect((await c.computerRow(bot.computerId)).provider_kind).toBe("docker");
+      await launchBrowser(first, `${site.url}/login`);
+      await until(
+        "Chromium in the Docker computer to sign in",
+        async () => (site.requests.some((r) => r.path === "/" && r.signedIn) ? true : undefined),
+        60_000,
+      );
+      expectStatus(await sessions().end(first, "success"), 200);
+      await until(
+        "the session-end checkpoint",
+        async () => (await c.list(bot.computerId)).find((r) => r.reason === "session-success"),
+        120_000,
+      );
+
+      // the operator changes one setting and restarts the api
+      await t.api.close();
+      t = await startApiOn({ SANDBOX_PROVIDER: "e2b-emulator" });
+      const health = expectStatus(await t.client().get("/health"), 200).json;
+      expect(health).toMatchObject({
+        sandbox: "e2b-emulator",
+        configured: "e2b-emulator",
+        sandboxNote: null,
+      });
+
+      const before = site.requests.length;
+      const second = await sessions().opened(bot.id);
+      const row = await c.computerRow(bot.computerId);
+      expect(row.provider_kind).toBe("e2b-emulator");
+      expect(row.state).toBe("running");
+      const restored = (await c.audits(bot.computerId, "checkpoint.restored")).at(-1);
+      expect(restored?.data).toMatchObject({ into: "fresh" });
+      const where = await sessions().shell(second, { command: "pwd; ls -d .browser-profiles/chromium" });
+      expect(where.stdout).toBe(`/home/user/cubicle-home/bots/${bot.id}\n.browser-profiles/chromium\n`);
+
+      await launchBrowser(second, `${site.url}/`);
+      const visit = await until(
+        "Chromium in the E2B sandbox to open the site",
+        async () => site.requests.slice(before).find((r) => r.path === "/"),
+        90_000,
+      );
+      expect(visit.signedIn, "signed in on E2B with the cookie made on Docker").toBe(true);
+      expectStatus(await sessions().end(second, "success"), 200);
+    },
+    SLOW,
+  );
+});

@@ -1,0 +1,177 @@
+import { MAX_SCREENS, type MachineRef, ProviderError, type SandboxProvider } from "../contract/index.ts";
+import { validateActions } from "../kernel/actions.ts";
+import { checkControlPassword } from "../kernel/control-password.ts";
+import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
+import { homeRelativePath } from "../kernel/home-path.ts";
+import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
+import { runCommand } from "./commands.ts";
+import { deleteFile, exportHome, importHome, listFiles, readFile, writeFile } from "./files.ts";
+import { failure, installKit, kitCommand, kitProgram } from "./kit.ts";
+import { type E2bConnection, missingMachine, Sandboxes } from "./sandboxes.ts";
+import * as screens from "./screens.ts";
+
+export type { E2bConnection } from "./sandboxes.ts";
+
+export interface E2bProviderOptions {
+  /** `e2b-emulator` when the connection leads to the loopback emulator: only the label differs. */
+  kind?: "e2b" | "e2b-emulator";
+  connection: E2bConnection;
+  /**
+   * How long E2B keeps an unused sandbox before pausing it by itself; pushed forward while the
+   * computer is used. Longer than Cubicle's idle window, so Cubicle's own idle job (which takes a
+   * checkpoint first) is what normally suspends a computer.
+   */
+  sandboxLifetimeMs: number;
+  faults?: FaultPlan;
+}
+
+/** `browsers close` may wait 5 s for windows, 10 s after SIGTERM, then SIGKILL; with margin. */
+const BROWSERS_MS = 90_000;
+
+/** The apps of E2B's desktop template; the browser wrapper keeps its profile in the home. */
+const E2B_APPS: AppPrograms = {
+  browser: { program: kitProgram("browser") },
+  terminal: { program: "x-terminal-emulator" },
+};
+
+/**
+ * Computers as E2B desktop sandboxes, through the real `@e2b/desktop` SDK. The sandbox id is the
+ * providerRef. The SDK is all this knows of E2B: pointed elsewhere by its own settings (an
+ * emulator on loopback, say), it behaves the same.
+ */
+export function createE2bProvider({
+  kind = "e2b",
+  connection,
+  sandboxLifetimeMs,
+  faults,
+}: E2bProviderOptions): SandboxProvider {
+  const sandboxes = new Sandboxes(connection, sandboxLifetimeMs);
+
+  const running = (ref: MachineRef) => {
+    if (ref.providerRef === null) throw missingMachine(null);
+    return sandboxes.running(ref.providerRef);
+  };
+
+  /** The sandbox's state; MACHINE_MISSING when E2B does not have it. */
+  async function existing(ref: MachineRef): Promise<"running" | "paused"> {
+    const state = ref.providerRef === null ? "missing" : await sandboxes.state(ref.providerRef);
+    if (state === "missing") throw missingMachine(ref.providerRef);
+    return state;
+  }
+
+  async function browsers(ref: MachineRef, verb: "settle" | "close"): Promise<void> {
+    // a paused sandbox runs no browser
+    if ((await existing(ref)) === "paused") return;
+    const sandbox = await running(ref);
+    const result = await kitCommand(sandbox, `${kitProgram("browsers")} ${verb}`, { timeoutMs: BROWSERS_MS });
+    if (result.exitCode !== 0)
+      throw failure(`${verb === "close" ? "closing" : "settling"} the browsers`, result);
+  }
+
+  const provider: SandboxProvider = {
+    kind,
+    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
+
+    async provision(ref) {
+      if (faults?.take("provision"))
+        throw new ProviderError("PROVIDER_FAILURE", "the sandbox did not come up");
+      const known = ref.providerRef === null ? null : await sandboxes.connect(ref.providerRef);
+      const sandbox = known ?? (await sandboxes.create(ref));
+      try {
+        await installKit(sandbox);
+      } catch (error) {
+        // a new sandbox nobody can use would only cost money
+        if (!known) await sandboxes.kill(sandbox.sandboxId).catch(() => undefined);
+        throw error;
+      }
+      return { providerRef: sandbox.sandboxId, fresh: known === null };
+    },
+
+    async stop(ref) {
+      if ((await existing(ref)) === "paused") return;
+      // Chromium writes its whole profile only when it is closed; a pause would freeze it mid-write
+      await browsers(ref, "close");
+      await sandboxes.pause(ref.providerRef as string);
+    },
+
+    async destroy(ref) {
+      if (ref.providerRef === null) return;
+      if ((await sandboxes.state(ref.providerRef)) !== "missing") await sandboxes.kill(ref.providerRef);
+    },
+
+    async status(ref) {
+      if (ref.providerRef === null) return "missing";
+      const state = await sandboxes.state(ref.providerRef);
+      return state === "paused" ? "stopped" : state;
+    },
+
+    // called at every use of the computer (heartbeats included), so at most once a minute
+    async keepAlive(ref) {
+      if (ref.providerRef === null || !sandboxes.keepAliveDue(ref.providerRef)) return;
+      if ((await existing(ref)) === "running") await sandboxes.keepAlive(ref.providerRef);
+    },
+
+    async openScreen(ref, index) {
+      screens.requireScreen(index);
+      return screens.openScreen(connection, await running(ref), index);
+    },
+
+    async openControl(ref, index, password) {
+      checkControlPassword(password);
+      screens.requireScreen(index);
+      const sandbox = await running(ref);
+      await screens.openScreen(connection, sandbox, index);
+      return screens.openControl(connection, sandbox, index, password);
+    },
+
+    async closeControl(ref, index) {
+      screens.requireScreen(index);
+      // a paused sandbox's servers are frozen with it and never answer again: stopping took them down
+      if ((await existing(ref)) === "paused") return;
+      await screens.closeControl(await running(ref), index);
+    },
+
+    async *run(ref, request) {
+      if (request.cwd !== undefined) homeRelativePath(request.cwd);
+      yield* runCommand(await running(ref), request);
+    },
+
+    listFiles: async (ref, path) => listFiles(await running(ref), path),
+    readFile: async (ref, path, { maxBytes }) => readFile(await running(ref), path, maxBytes),
+    writeFile: async (ref, path, data, options) => writeFile(await running(ref), path, data, options),
+    deleteFile: async (ref, path) => deleteFile(await running(ref), path),
+
+    async exportHome(ref) {
+      const tar = await exportHome(await running(ref));
+      return faults?.take("export") ? breakAfterFirstChunk(tar) : tar;
+    },
+
+    async importHome(ref, tar) {
+      const sandbox = await running(ref);
+      await importHome(sandbox, faults?.take("import") ? truncateAfterFirstChunk(tar) : tar);
+    },
+
+    settleBrowsers: (ref) => browsers(ref, "settle"),
+    closeBrowsers: (ref) => browsers(ref, "close"),
+
+    async observe(ref, index) {
+      screens.requireScreen(index);
+      const sandbox = await running(ref);
+      await screens.openScreen(connection, sandbox, index);
+      return screens.observe(sandbox, index);
+    },
+
+    async act(ref, index, actions) {
+      const batch = validateActions(actions);
+      screens.requireScreen(index);
+      const sandbox = await running(ref);
+      await screens.openScreen(connection, sandbox, index);
+      return screens.act(sandbox, index, batch);
+    },
+
+    screenEnv: screens.e2bScreenEnv,
+    launch: (ref, screen, request, options) =>
+      launchByCommand(provider, E2B_APPS, ref, screen, request, options),
+  };
+  return provider;
+}
