@@ -199,6 +199,8 @@ describe("a Team Computer on the E2B emulator", () => {
       const viewer = await watchedPage();
       // not view-only in noVNC: it sends whatever input the person makes, for the proxy to drop
       await openInPage(viewer, viewCapability, false);
+      // an extra screen starts bare: the bot opens a terminal on it, and the browser shows it
+      expectStatus(keep(await robot.tool(s1, "POST", "/launch-app", { app: "terminal" })), 202);
       const before = await until(
         "non-uniform pixels",
         async () => {
@@ -208,7 +210,30 @@ describe("a Team Computer on the E2B emulator", () => {
         30_000,
       );
       expect(before.fingerprint).toMatch(/^1280x800:/);
-      expectStatus(keep(await robot.tool(s1, "POST", "/launch-app", { app: "terminal" })), 202);
+      const window = await until(
+        "the terminal's window",
+        async () => {
+          const found = await robot.shell(s1, {
+            command: "xdotool search --onlyvisible --class xterm | head -n 1",
+          });
+          return found.stdout.trim() || undefined;
+        },
+        30_000,
+      );
+      await robot.shell(s1, {
+        command: `xdotool windowmove ${window} 100 100 windowactivate --sync ${window}`,
+      });
+      expectStatus(
+        keep(
+          await robot.tool(s1, "POST", "/act", {
+            actions: [
+              { type: "click", x: 150, y: 150 },
+              { type: "type", text: "echo the screen changed" },
+            ],
+          }),
+        ),
+        200,
+      );
       await until(
         "the screen to change in the browser",
         async () => ((await canvasSummary(viewer)).fingerprint !== before.fingerprint ? true : undefined),

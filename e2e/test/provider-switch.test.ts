@@ -87,9 +87,9 @@ describe("switching a deployment from docker to e2b-emulator", () => {
       const first = await sessions().opened(bot.id);
       expect((await c.computerRow(bot.computerId)).provider_kind).toBe("docker");
       await launchBrowser(first, `${site.url}/login`);
-      await until(
+      const onDocker = await until(
         "Chromium in the Docker computer to sign in",
-        async () => (site.requests.some((r) => r.path === "/" && r.signedIn) ? true : undefined),
+        async () => site.requests.find((r) => r.path === "/" && r.signedIn),
         60_000,
       );
       expectStatus(await sessions().end(first, "success"), 200);
@@ -124,6 +124,9 @@ describe("switching a deployment from docker to e2b-emulator", () => {
         "Chromium in the E2B sandbox to open the site",
         async () => site.requests.slice(before).find((r) => r.path === "/"),
         90_000,
+      );
+      expect(visit.from, "the visit comes from the E2B sandbox, not the old Docker computer").not.toBe(
+        onDocker.from,
       );
       expect(visit.signedIn, "signed in on E2B with the cookie made on Docker").toBe(true);
       expectStatus(await sessions().end(second, "success"), 200);

@@ -16,8 +16,8 @@ export interface LoginSite {
   /** e.g. http://172.18.0.1:41234 */
   url: string;
   cookieName: string;
-  /** Each request: path and whether it carried the session the site gave out. */
-  requests: { path: string; signedIn: boolean }[];
+  /** Each request: path, whether it carried the session the site gave out, and who asked. */
+  requests: { path: string; signedIn: boolean; from: string }[];
   close(): Promise<void>;
 }
 
@@ -29,7 +29,7 @@ export async function startLoginSite(network: string, bridge: string): Promise<L
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? "/", "http://site").pathname;
     const signedIn = (request.headers.cookie ?? "").split(/;\s*/).includes(`${cookieName}=${session}`);
-    requests.push({ path, signedIn });
+    requests.push({ path, signedIn, from: request.socket.remoteAddress ?? "" });
     if (path === "/login") {
       response.writeHead(302, {
         location: "/",
