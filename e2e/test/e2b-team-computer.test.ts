@@ -16,6 +16,7 @@ import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
 import { until } from "../../api/test/support/until.ts";
 import { buildWorld, type World } from "../../api/test/support/world.ts";
 import { launchChromium } from "./support/browser.ts";
+import { canvasSummary } from "./support/canvas.ts";
 import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
 
 /**
@@ -119,28 +120,6 @@ async function openInPage(
       (e) => e.name === "connect",
     ),
   );
-}
-
-/** A fingerprint of the canvas noVNC drew, and how many colours it holds. */
-function canvasSummary(page: Page) {
-  return page.evaluate(() => {
-    const canvas = document.querySelector("#screen canvas") as HTMLCanvasElement | null;
-    if (!canvas || canvas.width === 0) return { colours: 0, fingerprint: "" };
-    const { data } = (canvas.getContext("2d") as CanvasRenderingContext2D).getImageData(
-      0,
-      0,
-      canvas.width,
-      canvas.height,
-    );
-    const colours = new Set<number>();
-    let hash = 0;
-    for (let i = 0; i < data.length; i += 4) {
-      const pixel = ((data[i] ?? 0) << 16) | ((data[i + 1] ?? 0) << 8) | (data[i + 2] ?? 0);
-      colours.add(pixel);
-      hash = (Math.imul(hash, 31) + pixel) | 0;
-    }
-    return { colours: colours.size, fingerprint: `${canvas.width}x${canvas.height}:${hash}` };
-  });
 }
 
 describe("a Team Computer on the E2B emulator", () => {

@@ -3,12 +3,13 @@ import { join } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { startTestSupervisor } from "@cubicle/supervisor/testing";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer, machineFor } from "../../api/test/support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "../../api/test/support/harness.ts";
 import { buildWorld } from "../../api/test/support/world.ts";
 import { launchChromium } from "./support/browser.ts";
+import { canvasSummary } from "./support/canvas.ts";
 import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
 
 /**
@@ -59,28 +60,6 @@ afterAll(async () => {
   await browser?.close();
   await novnc?.close();
 });
-
-/** The canvas as noVNC drew it: how many colours it holds, and a fingerprint of its pixels. */
-function canvasSummary(page: Page) {
-  return page.evaluate(() => {
-    const canvas = document.querySelector("#screen canvas") as HTMLCanvasElement | null;
-    if (!canvas || canvas.width === 0) return { colours: 0, fingerprint: "" };
-    const { data } = (canvas.getContext("2d") as CanvasRenderingContext2D).getImageData(
-      0,
-      0,
-      canvas.width,
-      canvas.height,
-    );
-    const colours = new Set<number>();
-    let hash = 0;
-    for (let i = 0; i < data.length; i += 4) {
-      const pixel = ((data[i] ?? 0) << 16) | ((data[i + 1] ?? 0) << 8) | (data[i + 2] ?? 0);
-      colours.add(pixel);
-      hash = (Math.imul(hash, 31) + pixel) | 0;
-    }
-    return { colours: colours.size, fingerprint: `${canvas.width}x${canvas.height}:${hash}` };
-  });
-}
 
 async function eventually<T>(
   read: () => Promise<T>,

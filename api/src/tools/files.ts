@@ -6,8 +6,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { ProviderError } from "@cubicle/providers/contract";
-import { homeRelativePath } from "@cubicle/providers/kernel";
-import { extract, type Header, type Pack, pack } from "tar-stream";
+import { copyEntry, homeRelativePath } from "@cubicle/providers/kernel";
+import { extract, type Header, pack } from "tar-stream";
 import { HttpProblem } from "../http/problem.ts";
 import type { ToolSession } from "./session.ts";
 
@@ -115,31 +115,6 @@ export function folderArchive(home: ReadableStream<Uint8Array>, folder: string):
     }
   })();
   return webStreamFrom(packer);
-}
-
-/** Copies one entry's header and body into `pack`, honouring the pack's back-pressure. */
-async function copyEntry(
-  packer: Pack,
-  header: Header,
-  body: AsyncIterable<unknown> & { resume(): unknown },
-): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const sink = packer.entry(header, (error) => (error ? reject(error) : resolve()));
-    if (header.type !== "file" && header.type !== "contiguous-file") {
-      body.resume();
-      return;
-    }
-    void (async () => {
-      try {
-        for await (const chunk of body) {
-          if (!sink.write(chunk)) await new Promise<void>((done) => sink.once("drain", () => done()));
-        }
-        sink.end(null);
-      } catch (error) {
-        sink.destroy(error instanceof Error ? error : new Error(String(error)));
-      }
-    })();
-  });
 }
 
 /** A pull-based Web stream over a (streamx) tar stream, one chunk at a time. */

@@ -7,11 +7,21 @@ import { type Header, type Pack, extract as tarExtract, pack as tarPack } from "
  * backend that extracts them with the machine's own tar (Docker through the supervisor, E2B).
  */
 
-/** Copies one entry's header and body into `pack`, honouring the pack's back-pressure. */
-export async function copyEntry(pack: Pack, header: Header, body: AsyncIterable<unknown>): Promise<void> {
+/**
+ * Copies one entry's header and body into `pack`, honouring the pack's back-pressure; a body that
+ * a header without data comes with is drained.
+ */
+export async function copyEntry(
+  pack: Pack,
+  header: Header,
+  body: AsyncIterable<unknown> & { resume(): unknown },
+): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const sink = pack.entry(header, (error) => (error ? reject(error) : resolve()));
-    if (header.type !== "file" && header.type !== "contiguous-file") return;
+    if (header.type !== "file" && header.type !== "contiguous-file") {
+      body.resume();
+      return;
+    }
     void (async () => {
       try {
         for await (const chunk of body) {
