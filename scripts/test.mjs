@@ -1,7 +1,7 @@
 // The whole test suite, as CI runs it: install, lint/format check, type check, then every test
 // (unit, API on PGlite and on a real Postgres that the run starts and removes, the provider
 // suites on every backend including real Docker computers, end-to-end against the built dashboard).
-import { ensureComputerImage, ensureDockerEngine } from "./lib/docker-engine.mjs";
+import { ensureComputerImage, ensureDockerEngine, ensureE2bDesktopImage } from "./lib/docker-engine.mjs";
 import { ensureInstalled, runOrExit } from "./lib/run.mjs";
 import { ensureSystemPackages } from "./lib/system-packages.mjs";
 import { ensureWebBuilt } from "./lib/web.mjs";
@@ -12,5 +12,6 @@ runOrExit("npx", ["biome", "check", "."]);
 runOrExit("npm", ["run", "typecheck", "--silent"]);
 await ensureDockerEngine();
 await ensureComputerImage();
+await ensureE2bDesktopImage();
 ensureWebBuilt();
 runOrExit("npx", ["vitest", "run", ...process.argv.slice(2)]);

@@ -1,8 +1,10 @@
-// The Docker engine and the computer image the Docker provider runs. Plain Node (no dependencies).
+// The Docker engine and the images Cubicle runs in it. Plain Node (no dependencies).
 // ensureDockerEngine(): makes `docker info` work, starting dockerd when we are root.
 // ensureComputerImage(): builds cubicle-computer:latest from computer-image/, first building
-// debian:bookworm-slim air-gapped with debootstrap when no registry can be reached. Both expect
-// ensureSystemPackages() (system-packages.mjs) to have installed docker.io and debootstrap.
+// debian:bookworm-slim air-gapped with debootstrap when no registry can be reached.
+// ensureE2bDesktopImage(): builds cubicle-e2b-desktop:latest (the E2B emulator's desktop) from
+// emulators/images/e2b-desktop/, on top of the computer image. They expect ensureSystemPackages()
+// (system-packages.mjs) to have installed docker.io and debootstrap.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +14,7 @@ import { onPath } from "./system-packages.mjs";
 
 export const BASE_IMAGE = "debian:bookworm-slim";
 export const COMPUTER_IMAGE = "cubicle-computer:latest";
+export const E2B_DESKTOP_IMAGE = "cubicle-e2b-desktop:latest";
 const SOCKET = "unix:///var/run/docker.sock";
 const SUITE = "bookworm";
 
@@ -152,18 +155,40 @@ export async function ensureComputerImage() {
     "-t",
     COMPUTER_IMAGE,
     "--label",
-    `cubicle.image.version=${imageVersion()}`,
+    `cubicle.image.version=${imageVersion("computer-image")}`,
     "computer-image",
   ]);
   console.log(`Built ${COMPUTER_IMAGE} (${seconds(started)})`);
 }
 
-/** A content hash of the image sources (Dockerfile and rootfs/), recorded as an image label. */
-function imageVersion() {
+/**
+ * Builds cubicle-e2b-desktop:latest, E2B's desktop template for the E2B emulator. It is built FROM
+ * the computer image (call ensureComputerImage() first), so its layers are shared and the build
+ * needs no registry.
+ */
+export async function ensureE2bDesktopImage() {
+  const started = Date.now();
+  const context = "emulators/images/e2b-desktop";
+  console.log(`Building ${E2B_DESKTOP_IMAGE}`);
+  runOrExit("docker", [
+    "build",
+    "--network",
+    "host",
+    "-t",
+    E2B_DESKTOP_IMAGE,
+    "--label",
+    `cubicle.image.version=${imageVersion(context)}`,
+    context,
+  ]);
+  console.log(`Built ${E2B_DESKTOP_IMAGE} (${seconds(started)})`);
+}
+
+/** A content hash of an image's sources (its Dockerfile and rootfs/, if any), recorded as an image label. */
+function imageVersion(context) {
   const result = spawnSync(
     "sh",
-    ["-c", "find Dockerfile rootfs -type f | LC_ALL=C sort | xargs sha256sum | sha256sum"],
-    { cwd: join(root, "computer-image"), encoding: "utf8" },
+    ["-c", "find Dockerfile rootfs -type f 2>/dev/null | LC_ALL=C sort | xargs sha256sum | sha256sum"],
+    { cwd: join(root, context), encoding: "utf8" },
   );
   return result.status === 0 ? result.stdout.slice(0, 12) : "unknown";
 }

@@ -2794,7 +2794,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description The provider failed (PROVIDER_FAILURE) */
+                /** @description The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -2988,7 +2988,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description The provider failed (PROVIDER_FAILURE) */
+                /** @description The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -3104,7 +3104,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description The provider failed (PROVIDER_FAILURE) */
+                /** @description The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -3723,7 +3723,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description The provider failed (PROVIDER_FAILURE) */
+                /** @description The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -3926,7 +3926,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description The provider failed (PROVIDER_FAILURE) */
+                /** @description The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED) */
                 502: {
                     headers: {
                         [name: string]: unknown;

@@ -1,0 +1,250 @@
+import { MachineMissing, type Machines } from "../machines/index.ts";
+import { newSandboxId, newToken } from "./ids.ts";
+import { instanceLabels, labelsOf, recordOf, type SandboxRecord } from "./records.ts";
+import { Sandbox } from "./sandbox.ts";
+
+export interface NewSandbox {
+  templateId: string;
+  metadata: Record<string, string>;
+  envVars: Record<string, string>;
+  timeoutSeconds: number;
+  autoPause: boolean;
+  autoPauseMemory: boolean;
+  allowPublicTraffic: boolean;
+}
+
+export interface RegistryOptions {
+  instance: string;
+  image: string;
+  log: (line: string) => void;
+}
+
+/** Browsers need more shared memory than Docker's default 64 MB. */
+const SHM_BYTES = 256 * 1024 * 1024;
+/** setTimeout's longest delay; longer deadlines are checked again when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The sandboxes of one emulator instance, each a container on the local engine. Lifecycle changes
+ * of one sandbox run one at a time (Sandbox.exclusive).
+ */
+export class SandboxRegistry {
+  private readonly sandboxes = new Map<string, Sandbox>();
+
+  constructor(
+    private readonly machines: Machines,
+    private readonly options: RegistryOptions,
+  ) {}
+
+  get(sandboxId: string): Sandbox | undefined {
+    return this.sandboxes.get(sandboxId);
+  }
+
+  list(): Sandbox[] {
+    return [...this.sandboxes.values()];
+  }
+
+  /** Takes over the containers an earlier emulator of this instance left; running ones get a fresh deadline. */
+  async adopt(): Promise<void> {
+    for (const machine of await this.machines.list(instanceLabels(this.options.instance))) {
+      const record = recordOf(machine.labels);
+      if (!record || this.sandboxes.has(record.sandboxId)) continue;
+      const { ip, state } = await this.machines.inspect(machine.containerId);
+      const sandbox = new Sandbox(record, machine.containerId, this.machines, {
+        machineState: state,
+        ip,
+        startedAt: machine.createdAt,
+      });
+      this.sandboxes.set(record.sandboxId, sandbox);
+      if (sandbox.state === "running") this.arm(sandbox, record.timeoutSeconds);
+      this.options.log(`adopted sandbox ${record.sandboxId} (${sandbox.state})`);
+    }
+  }
+
+  async create(request: NewSandbox): Promise<Sandbox> {
+    const record: SandboxRecord = {
+      sandboxId: newSandboxId(),
+      templateId: request.templateId,
+      metadata: request.metadata,
+      envdAccessToken: newToken(),
+      trafficAccessToken: request.allowPublicTraffic ? null : newToken(),
+      autoPause: request.autoPause,
+      autoPauseMemory: request.autoPauseMemory,
+      timeoutSeconds: request.timeoutSeconds,
+    };
+    const containerId = await this.machines.create({
+      image: this.options.image,
+      name: `cubicle-e2b-${this.options.instance}-${record.sandboxId}`,
+      labels: labelsOf(this.options.instance, record),
+      env: request.envVars,
+      shmBytes: SHM_BYTES,
+    });
+    const { ip, createdAt } = await this.machines.inspect(containerId).catch(async (error) => {
+      await this.machines.remove(containerId);
+      throw error;
+    });
+    const sandbox = new Sandbox(record, containerId, this.machines, {
+      machineState: "running",
+      ip,
+      startedAt: createdAt,
+    });
+    this.sandboxes.set(record.sandboxId, sandbox);
+    this.arm(sandbox, request.timeoutSeconds);
+    this.options.log(`created sandbox ${record.sandboxId} (container ${containerId.slice(0, 12)})`);
+    return sandbox;
+  }
+
+  /**
+   * Pauses a running sandbox: with memory, every process is frozen where it is (docker pause);
+   * without, the container stops and only its disk is kept. False when it was paused already.
+   */
+  pause(sandbox: Sandbox, keepMemory: boolean): Promise<boolean> {
+    return sandbox.exclusive(() => this.pauseNow(sandbox, keepMemory));
+  }
+
+  /**
+   * E2B's connect: a running sandbox gets the longer of its deadline and the new one; a paused one
+   * is resumed (processes and memory as they were, or booted from its disk when it was paused
+   * without memory or `memory` is false). "resumed" or "running" says which.
+   */
+  connect(sandbox: Sandbox, timeoutSeconds: number, memory: boolean): Promise<"resumed" | "running"> {
+    return sandbox.exclusive(async () => {
+      this.ensureKnown(sandbox);
+      if (sandbox.state === "running") {
+        if (Date.now() + timeoutSeconds * 1000 > sandbox.deadline.getTime())
+          this.arm(sandbox, timeoutSeconds);
+        return "running";
+      }
+      await this.guard(sandbox, async () => {
+        if (sandbox.machineState === "paused") await this.machines.unpause(sandbox.containerId);
+        if (sandbox.machineState === "stopped" || !memory) await this.reboot(sandbox);
+      });
+      sandbox.machineState = "running";
+      this.arm(sandbox, timeoutSeconds);
+      this.options.log(`resumed sandbox ${sandbox.id}`);
+      return "resumed";
+    });
+  }
+
+  /** A new deadline for a running sandbox, shorter or longer than the last. */
+  setTimeout(sandbox: Sandbox, timeoutSeconds: number): void {
+    this.arm(sandbox, timeoutSeconds);
+  }
+
+  /** Removes the sandbox's container; every connection to it is cut. */
+  kill(sandbox: Sandbox): Promise<void> {
+    return sandbox.exclusive(async () => {
+      this.ensureKnown(sandbox);
+      this.drop(sandbox);
+      await this.machines.remove(sandbox.containerId);
+      this.options.log(`killed sandbox ${sandbox.id}`);
+    });
+  }
+
+  /** Forgets a sandbox whose container went away behind the emulator's back. */
+  drop(sandbox: Sandbox): void {
+    clearTimeout(sandbox.timer);
+    sandbox.dropConnections();
+    sandbox.processes.detachAll();
+    this.sandboxes.delete(sandbox.id);
+  }
+
+  /** Stops every timer and cuts every connection; the containers stay as they are, to be adopted. */
+  release(): void {
+    for (const sandbox of this.list()) {
+      clearTimeout(sandbox.timer);
+      sandbox.dropConnections();
+      sandbox.processes.detachAll();
+    }
+    this.sandboxes.clear();
+  }
+
+  /** Removes every container of this instance, including ones it never adopted. */
+  async removeAll(): Promise<void> {
+    const machines = await this.machines.list(instanceLabels(this.options.instance));
+    await Promise.all(machines.map((machine) => this.machines.remove(machine.containerId)));
+  }
+
+  private async pauseNow(sandbox: Sandbox, keepMemory: boolean): Promise<boolean> {
+    this.ensureKnown(sandbox);
+    if (sandbox.state === "paused") return false;
+    clearTimeout(sandbox.timer);
+    // paused before the connections are cut: a client that asks /health after its stream broke
+    // must hear that the sandbox is not running, as it would from E2B
+    sandbox.machineState = keepMemory ? "paused" : "stopped";
+    sandbox.dropConnections();
+    try {
+      await this.guard(sandbox, async () => {
+        if (keepMemory) {
+          await this.machines.pause(sandbox.containerId);
+        } else {
+          await this.machines.stop(sandbox.containerId);
+          sandbox.processes.detachAll();
+        }
+      });
+    } catch (error) {
+      sandbox.machineState = "running";
+      this.arm(sandbox, sandbox.record.timeoutSeconds);
+      throw error;
+    }
+    this.options.log(`paused sandbox ${sandbox.id}${keepMemory ? "" : " (disk only)"}`);
+    return true;
+  }
+
+  /** Boots the container afresh from its disk: no process survives, the address may change. */
+  private async reboot(sandbox: Sandbox): Promise<void> {
+    await this.machines.stop(sandbox.containerId);
+    sandbox.processes.detachAll();
+    await this.machines.start(sandbox.containerId);
+    sandbox.ip = (await this.machines.inspect(sandbox.containerId)).ip;
+  }
+
+  private arm(sandbox: Sandbox, timeoutSeconds: number): void {
+    clearTimeout(sandbox.timer);
+    sandbox.deadline = new Date(Date.now() + timeoutSeconds * 1000);
+    this.schedule(sandbox);
+  }
+
+  private schedule(sandbox: Sandbox): void {
+    const wait = Math.min(Math.max(0, sandbox.deadline.getTime() - Date.now()), MAX_TIMER_MS);
+    sandbox.timer = setTimeout(() => void this.expire(sandbox), wait);
+    sandbox.timer.unref();
+  }
+
+  /** The timeout: E2B pauses a sandbox made with autoPause, and kills any other. */
+  private async expire(sandbox: Sandbox): Promise<void> {
+    try {
+      await sandbox.exclusive(async () => {
+        if (this.sandboxes.get(sandbox.id) !== sandbox || sandbox.state !== "running") return;
+        if (Date.now() < sandbox.deadline.getTime()) {
+          this.schedule(sandbox);
+          return;
+        }
+        this.options.log(`sandbox ${sandbox.id} timed out`);
+        if (sandbox.record.autoPause) {
+          await this.pauseNow(sandbox, sandbox.record.autoPauseMemory);
+        } else {
+          this.drop(sandbox);
+          await this.machines.remove(sandbox.containerId);
+        }
+      });
+    } catch (error) {
+      this.options.log(`the timeout of sandbox ${sandbox.id} failed: ${String(error)}`);
+    }
+  }
+
+  /** A change to a sandbox that has been killed meanwhile finds it missing. */
+  private ensureKnown(sandbox: Sandbox): void {
+    if (this.sandboxes.get(sandbox.id) !== sandbox) throw new MachineMissing(sandbox.containerId);
+  }
+
+  /** Runs an engine change; a container found gone means the sandbox is gone. */
+  private async guard(sandbox: Sandbox, change: () => Promise<void>): Promise<void> {
+    try {
+      await change();
+    } catch (error) {
+      if (error instanceof MachineMissing) this.drop(sandbox);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,6 @@
+export type { OutputStream, Piece } from "@cubicle/supervisor/docker-frames";
+export { localEngine, MachineMissing, MachineNotRunning } from "./engine.ts";
+export { type ContainerProcess, type ProcessSpec, WorkingDirMissing } from "./exec.ts";
+export { type MachineInfo, type MachineSpec, type MachineState, Machines } from "./lifecycle.ts";
+export type { ExitStatus, ProcessOutput } from "./output.ts";
+export { type Finished, OutputTooLarge } from "./run.ts";

@@ -1,0 +1,171 @@
+import type Docker from "dockerode";
+import { bounded, engineStatus, MachineMissing, machineError } from "./engine.ts";
+import { type ContainerProcess, type ProcessSpec, spawnProcess } from "./exec.ts";
+import { type Finished, runToEnd, signalProcess } from "./run.ts";
+import { StartGate } from "./start-gate.ts";
+
+export interface MachineSpec {
+  image: string;
+  /** A readable container name; must be unique on the engine. */
+  name: string;
+  labels: Record<string, string>;
+  /** The environment of the container and so of every exec in it. */
+  env: Record<string, string>;
+  /** Size of /dev/shm; browsers need more than Docker's 64 MB. */
+  shmBytes: number;
+}
+
+/** running: processes run; paused: frozen in memory (docker pause); stopped: only the disk is left. */
+export type MachineState = "running" | "paused" | "stopped";
+
+export interface MachineInfo {
+  containerId: string;
+  labels: Record<string, string>;
+  state: MachineState;
+  createdAt: Date;
+}
+
+function stateOf(state: { Running: boolean; Paused: boolean }): MachineState {
+  if (state.Paused) return "paused";
+  return state.Running ? "running" : "stopped";
+}
+
+/**
+ * Desktop containers on the local Docker engine, created with labels so an emulator can find its
+ * own again after a restart. Every call is bounded; a container that is gone is a MachineMissing.
+ */
+export class Machines {
+  private readonly gates = new Map<string, StartGate>();
+
+  constructor(private readonly engine: Docker) {}
+
+  private container(containerId: string): Docker.Container {
+    return this.engine.getContainer(containerId);
+  }
+
+  /** Creates and starts a container on the default bridge network; its id. */
+  async create(spec: MachineSpec): Promise<string> {
+    const container = await bounded((options) =>
+      this.engine.createContainer({
+        name: spec.name,
+        Image: spec.image,
+        Labels: spec.labels,
+        Env: Object.entries(spec.env).map(([name, value]) => `${name}=${value}`),
+        HostConfig: { ShmSize: spec.shmBytes, NetworkMode: "bridge" },
+        ...options,
+      }),
+    );
+    try {
+      await bounded((options) => container.start(options));
+    } catch (error) {
+      await this.remove(container.id).catch(() => undefined);
+      throw error;
+    }
+    return container.id;
+  }
+
+  async inspect(containerId: string): Promise<MachineInfo & { ip: string | null }> {
+    try {
+      const info = await bounded((options) => this.container(containerId).inspect(options));
+      const networks = Object.values(info.NetworkSettings.Networks ?? {});
+      const ip = networks.map((network) => network.IPAddress).find((address) => address) ?? null;
+      return {
+        containerId: info.Id,
+        labels: info.Config.Labels ?? {},
+        state: stateOf(info.State),
+        createdAt: new Date(info.Created),
+        ip,
+      };
+    } catch (error) {
+      throw machineError(containerId, error);
+    }
+  }
+
+  /** The containers carrying every one of `labels`, in any state. */
+  async list(labels: Record<string, string>): Promise<MachineInfo[]> {
+    const filters = { label: Object.entries(labels).map(([name, value]) => `${name}=${value}`) };
+    const containers = await bounded((options) =>
+      this.engine.listContainers({ all: true, filters, ...options }),
+    );
+    return containers.map((container) => ({
+      containerId: container.Id,
+      labels: container.Labels ?? {},
+      state: container.State === "paused" ? "paused" : container.State === "running" ? "running" : "stopped",
+      createdAt: new Date(container.Created * 1000),
+    }));
+  }
+
+  /** Freezes every process in memory; they carry on where they were on unpause. */
+  async pause(containerId: string): Promise<void> {
+    await this.gate(containerId).freeze(() =>
+      this.call(containerId, (container) => bounded((options) => container.pause(options))),
+    );
+  }
+
+  async unpause(containerId: string): Promise<void> {
+    await this.call(containerId, (container) => bounded((options) => container.unpause(options)));
+  }
+
+  /** Stops every process; the disk stays, and start() boots the container afresh from it. */
+  async stop(containerId: string): Promise<void> {
+    await this.gate(containerId).freeze(() =>
+      this.call(containerId, async (container) => {
+        try {
+          await bounded((options) => container.stop({ t: 2, ...options }));
+        } catch (error) {
+          if (engineStatus(error) !== 304) throw error; // already stopped
+        }
+      }),
+    );
+  }
+
+  async start(containerId: string): Promise<void> {
+    await this.call(containerId, (container) => bounded((options) => container.start(options)));
+  }
+
+  /** Removes the container whatever its state; a container already gone is not an error. */
+  async remove(containerId: string): Promise<void> {
+    try {
+      await bounded((options) => this.container(containerId).remove({ force: true, ...options }));
+    } catch (error) {
+      if (!(machineError(containerId, error) instanceof MachineMissing)) throw error;
+    }
+    this.gates.delete(containerId);
+  }
+
+  /** Starts a process in the container; its output streams as it is read. */
+  spawn(containerId: string, spec: ProcessSpec): Promise<ContainerProcess> {
+    return this.gate(containerId).start(() => spawnProcess(this.container(containerId), spec));
+  }
+
+  /** Runs a short helper to the end; see runToEnd. */
+  run(
+    containerId: string,
+    spec: Omit<ProcessSpec, "stdin">,
+    options?: { timeoutMs?: number; maxStdoutBytes?: number },
+  ): Promise<Finished> {
+    return runToEnd((helper) => this.spawn(containerId, helper), spec, options);
+  }
+
+  /** Signals a pid inside the container; false when there is no such process. */
+  signal(containerId: string, pid: number, signal: string): Promise<boolean> {
+    return signalProcess((helper) => this.spawn(containerId, helper), pid, signal);
+  }
+
+  private gate(containerId: string): StartGate {
+    let gate = this.gates.get(containerId);
+    if (!gate) {
+      gate = new StartGate();
+      this.gates.set(containerId, gate);
+    }
+    return gate;
+  }
+
+  private async call(containerId: string, action: (container: Docker.Container) => Promise<unknown>) {
+    try {
+      await action(this.container(containerId));
+    } catch (error) {
+      throw machineError(containerId, error);
+    }
+  }
+}
