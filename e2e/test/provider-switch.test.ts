@@ -37,6 +37,8 @@ let site: LoginSite;
 let t: TestApi;
 let w: World;
 const apis: TestApi[] = [];
+/** Machines the record no longer names once it moved (the Docker computer left behind). */
+const leftBehind: Awaited<ReturnType<typeof machineFor>>[] = [];
 const c = checkpointsOn(
   () => t,
   () => w,
@@ -62,7 +64,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await site?.close();
-  // every machine either api made: the Docker container and the E2B sandbox
+  for (const machine of leftBehind) await machine.provider.destroy(machine.ref).catch(() => undefined);
+  // every machine the records name: the E2B sandbox
   for (const api of apis.reverse()) {
     for (const computer of await api.database.db.selectFrom("computers").selectAll().execute()) {
       const machine = await machineFor(api, computer).catch(() => undefined);
@@ -100,6 +103,7 @@ describe("switching a deployment from docker to e2b-emulator", () => {
       );
 
       // the operator changes one setting and restarts the api
+      leftBehind.push(await machineFor(t, await c.computerRow(bot.computerId)));
       await t.api.close();
       t = await startApiOn({ SANDBOX_PROVIDER: "e2b-emulator" });
       const health = expectStatus(await t.client().get("/health"), 200).json;
