@@ -1,20 +1,14 @@
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { findFreePort } from "@cubicle/db/testing";
 import type { ScreenTarget } from "@cubicle/providers/contract";
-import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
+import type { RunningProxy } from "@cubicle/proxy";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { machineFor } from "../../api/test/support/computers.ts";
-import {
-  expectStatus,
-  type RawResponse,
-  startTestApi,
-  type TestApi,
-} from "../../api/test/support/harness.ts";
+import { expectStatus, type RawResponse, type TestApi } from "../../api/test/support/harness.ts";
 import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
 import { until } from "../../api/test/support/until.ts";
 import { buildWorld, type World } from "../../api/test/support/world.ts";
+import { startApiAndProxy } from "./support/api-and-proxy.ts";
 import { launchChromium } from "./support/browser.ts";
 import { canvasSummary } from "./support/canvas.ts";
 import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
@@ -30,7 +24,6 @@ import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
 const SLOW = 300_000;
 const ARTIFACTS = join(import.meta.dirname, "..", "artifacts");
 
-const key = randomBytes(32).toString("base64url");
 let t: TestApi;
 let proxy: RunningProxy;
 let browser: Browser;
@@ -45,22 +38,8 @@ const keep = (response: RawResponse) => {
 };
 
 beforeAll(async () => {
-  const proxyPort = String(await findFreePort());
   [browser, novnc] = await Promise.all([launchChromium(), serveNovncPage()]);
-  t = await startTestApi({
-    SANDBOX_PROVIDER: "e2b-emulator",
-    SCREEN_CAPABILITY_KEY: key,
-    PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
-  });
-  proxy = await startProxy(
-    parseProxyConfig({
-      SCREEN_CAPABILITY_KEY: key,
-      PROXY_PORT: proxyPort,
-      CUBICLE_API_URL: t.api.url,
-      PROXY_ALLOWED_ORIGINS: novnc.origin,
-      LOG_LEVEL: "silent",
-    }),
-  );
+  ({ t, proxy } = await startApiAndProxy({ SANDBOX_PROVIDER: "e2b-emulator" }, novnc.origin));
   w = await buildWorld(t, "e2b-team");
 }, SLOW);
 

@@ -1,13 +1,12 @@
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { findFreePort } from "@cubicle/db/testing";
-import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
+import type { RunningProxy } from "@cubicle/proxy";
 import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer, machineFor } from "../../api/test/support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "../../api/test/support/harness.ts";
+import { expectStatus, type TestApi } from "../../api/test/support/harness.ts";
 import { buildWorld } from "../../api/test/support/world.ts";
+import { startApiAndProxy } from "./support/api-and-proxy.ts";
 import { launchChromium } from "./support/browser.ts";
 import { canvasSummary } from "./support/canvas.ts";
 import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
@@ -76,7 +75,6 @@ async function eventually<T>(
 
 for (const stack of STACKS) {
   describe(`a live screen in Chromium through the proxy (${stack.name})`, () => {
-    const key = randomBytes(32).toString("base64url");
     let t: TestApi;
     let proxy: RunningProxy;
     let cleanup: () => Promise<void> = async () => {};
@@ -85,21 +83,7 @@ for (const stack of STACKS) {
     beforeAll(async () => {
       const setup = await stack.env();
       cleanup = setup.cleanup;
-      const proxyPort = String(await findFreePort());
-      t = await startTestApi({
-        ...setup.env,
-        SCREEN_CAPABILITY_KEY: key,
-        PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
-      });
-      proxy = await startProxy(
-        parseProxyConfig({
-          SCREEN_CAPABILITY_KEY: key,
-          PROXY_PORT: proxyPort,
-          CUBICLE_API_URL: t.api.url,
-          PROXY_ALLOWED_ORIGINS: novnc.origin,
-          LOG_LEVEL: "silent",
-        }),
-      );
+      ({ t, proxy } = await startApiAndProxy(setup.env, novnc.origin));
     }, 120_000);
 
     afterAll(async () => {

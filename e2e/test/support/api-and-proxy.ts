@@ -1,0 +1,31 @@
+import { randomBytes } from "node:crypto";
+import { findFreePort } from "@cubicle/db/testing";
+import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
+import { startTestApi, type TestApi } from "../../../api/test/support/harness.ts";
+
+/**
+ * A real api and a real screen proxy that share one capability key, the proxy admitting sockets
+ * from `pageOrigin` (the test's noVNC page): what a browser needs to watch a live screen.
+ */
+export async function startApiAndProxy(
+  env: Record<string, string>,
+  pageOrigin: string,
+): Promise<{ t: TestApi; proxy: RunningProxy }> {
+  const key = randomBytes(32).toString("base64url");
+  const proxyPort = String(await findFreePort());
+  const t = await startTestApi({
+    ...env,
+    SCREEN_CAPABILITY_KEY: key,
+    PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
+  });
+  const proxy = await startProxy(
+    parseProxyConfig({
+      SCREEN_CAPABILITY_KEY: key,
+      PROXY_PORT: proxyPort,
+      CUBICLE_API_URL: t.api.url,
+      PROXY_ALLOWED_ORIGINS: pageOrigin,
+      LOG_LEVEL: "silent",
+    }),
+  );
+  return { t, proxy };
+}
