@@ -3,8 +3,10 @@
 // ensureComputerImage(): builds cubicle-computer:latest from computer-image/, first building
 // debian:bookworm-slim air-gapped with debootstrap when no registry can be reached.
 // ensureE2bDesktopImage(): builds cubicle-e2b-desktop:latest (the E2B emulator's desktop) from
-// emulators/images/e2b-desktop/, on top of the computer image. They expect ensureSystemPackages()
-// (system-packages.mjs) to have installed docker.io and debootstrap.
+// emulators/images/e2b-desktop/, on top of the computer image; ensureDaytonaDesktopImage() likewise
+// builds cubicle-daytona-desktop:latest (the Daytona emulator's) from
+// emulators/images/daytona-desktop/. They expect ensureSystemPackages() (system-packages.mjs) to
+// have installed docker.io and debootstrap.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +17,7 @@ import { onPath } from "./system-packages.mjs";
 export const BASE_IMAGE = "debian:bookworm-slim";
 export const COMPUTER_IMAGE = "cubicle-computer:latest";
 export const E2B_DESKTOP_IMAGE = "cubicle-e2b-desktop:latest";
+export const DAYTONA_DESKTOP_IMAGE = "cubicle-daytona-desktop:latest";
 const SOCKET = "unix:///var/run/docker.sock";
 const SUITE = "bookworm";
 
@@ -181,6 +184,28 @@ export async function ensureE2bDesktopImage() {
     context,
   ]);
   console.log(`Built ${E2B_DESKTOP_IMAGE} (${seconds(started)})`);
+}
+
+/**
+ * Builds cubicle-daytona-desktop:latest, Daytona's default sandbox for the Daytona emulator. It is
+ * built FROM the computer image (call ensureComputerImage() first), so its layers are shared and
+ * the build needs no registry.
+ */
+export async function ensureDaytonaDesktopImage() {
+  const started = Date.now();
+  const context = "emulators/images/daytona-desktop";
+  console.log(`Building ${DAYTONA_DESKTOP_IMAGE}`);
+  runOrExit("docker", [
+    "build",
+    "--network",
+    "host",
+    "-t",
+    DAYTONA_DESKTOP_IMAGE,
+    "--label",
+    `cubicle.image.version=${imageVersion(context)}`,
+    context,
+  ]);
+  console.log(`Built ${DAYTONA_DESKTOP_IMAGE} (${seconds(started)})`);
 }
 
 /** A content hash of an image's sources (its Dockerfile and rootfs/, if any), recorded as an image label. */

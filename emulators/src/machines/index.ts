@@ -3,4 +3,5 @@ export { localEngine, MachineMissing, MachineNotRunning } from "./engine.ts";
 export { type ContainerProcess, type ProcessSpec, WorkingDirMissing } from "./exec.ts";
 export { type MachineInfo, type MachineSpec, type MachineState, Machines } from "./lifecycle.ts";
 export type { ExitStatus, ProcessOutput } from "./output.ts";
+export { type RelayTarget, refuseUpgrade, relayRequest, relayUpgrade } from "./relay.ts";
 export { type Finished, OutputTooLarge } from "./run.ts";

@@ -64,7 +64,8 @@ export class Machines {
     return container.id;
   }
 
-  async inspect(containerId: string): Promise<MachineInfo & { ip: string | null }> {
+  /** The container now; `startedAt` is when it last started, which every start changes. */
+  async inspect(containerId: string): Promise<MachineInfo & { ip: string | null; startedAt: Date }> {
     try {
       const info = await bounded((options) => this.container(containerId).inspect(options));
       const networks = Object.values(info.NetworkSettings.Networks ?? {});
@@ -74,6 +75,7 @@ export class Machines {
         labels: info.Config.Labels ?? {},
         state: stateOf(info.State),
         createdAt: new Date(info.Created),
+        startedAt: new Date(info.State.StartedAt),
         ip,
       };
     } catch (error) {

@@ -1,0 +1,93 @@
+/**
+ * What the emulator knows about a sandbox lives on its container, as labels, so an emulator that
+ * starts again (same instance) adopts its sandboxes. Labels cannot change after creation, so what
+ * changes is derived: the state from the container's, the preview token from its start time.
+ */
+
+const EMULATOR_LABEL = "cubicle.emulator";
+const INSTANCE_LABEL = "cubicle.emulator.instance";
+const EMULATOR_KIND = "daytona";
+
+const LABEL = {
+  sandboxId: "cubicle.daytona.sandbox-id",
+  name: "cubicle.daytona.name",
+  labels: "cubicle.daytona.labels",
+  env: "cubicle.daytona.env",
+  public: "cubicle.daytona.public",
+  target: "cubicle.daytona.target",
+  autoStopInterval: "cubicle.daytona.auto-stop-interval",
+  autoArchiveInterval: "cubicle.daytona.auto-archive-interval",
+  autoDeleteInterval: "cubicle.daytona.auto-delete-interval",
+  secret: "cubicle.daytona.secret",
+} as const;
+
+export interface SandboxRecord {
+  sandboxId: string;
+  name: string;
+  /** The sandbox's labels as Daytona keeps them (not the container's). */
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  public: boolean;
+  target: string;
+  /** Minutes without activity before Daytona stops it; 0 never. */
+  autoStopInterval: number;
+  autoArchiveInterval: number;
+  /** Minutes after a stop before Daytona deletes it; 0 at once, negative never. */
+  autoDeleteInterval: number;
+  /** Keys the sandbox's preview tokens, each a function of one start of the container. */
+  secret: string;
+}
+
+/** The labels that find every container of one emulator instance. */
+export function instanceLabels(instance: string): Record<string, string> {
+  return { [EMULATOR_LABEL]: EMULATOR_KIND, [INSTANCE_LABEL]: instance };
+}
+
+export function labelsOf(instance: string, record: SandboxRecord): Record<string, string> {
+  return {
+    ...instanceLabels(instance),
+    [LABEL.sandboxId]: record.sandboxId,
+    [LABEL.name]: record.name,
+    [LABEL.labels]: JSON.stringify(record.labels),
+    [LABEL.env]: JSON.stringify(record.env),
+    [LABEL.public]: String(record.public),
+    [LABEL.target]: record.target,
+    [LABEL.autoStopInterval]: String(record.autoStopInterval),
+    [LABEL.autoArchiveInterval]: String(record.autoArchiveInterval),
+    [LABEL.autoDeleteInterval]: String(record.autoDeleteInterval),
+    [LABEL.secret]: record.secret,
+  };
+}
+
+function stringMap(text: string | undefined): Record<string, string> {
+  try {
+    const parsed: unknown = JSON.parse(text ?? "{}");
+    if (typeof parsed === "object" && parsed !== null) return parsed as Record<string, string>;
+  } catch {
+    // a damaged label loses that map, not the sandbox
+  }
+  return {};
+}
+
+/** The record a container's labels hold; null when they are not a sandbox's. */
+export function recordOf(labels: Record<string, string>): SandboxRecord | null {
+  const sandboxId = labels[LABEL.sandboxId];
+  const secret = labels[LABEL.secret];
+  if (!sandboxId || !secret) return null;
+  const minutes = (label: string, fallback: number) => {
+    const value = Number(labels[label]);
+    return Number.isFinite(value) ? value : fallback;
+  };
+  return {
+    sandboxId,
+    name: labels[LABEL.name] || sandboxId,
+    labels: stringMap(labels[LABEL.labels]),
+    env: stringMap(labels[LABEL.env]),
+    public: labels[LABEL.public] === "true",
+    target: labels[LABEL.target] ?? "",
+    autoStopInterval: minutes(LABEL.autoStopInterval, 0),
+    autoArchiveInterval: minutes(LABEL.autoArchiveInterval, 0),
+    autoDeleteInterval: minutes(LABEL.autoDeleteInterval, -1),
+    secret,
+  };
+}
