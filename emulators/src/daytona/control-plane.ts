@@ -32,11 +32,6 @@ type Handler = (plane: ControlPlane, req: IncomingMessage, match: string[]) => P
 
 const ROUTES: Array<[method: string, path: RegExp, handler: Handler]> = [
   ["POST", /^\/sandbox$/, createSandbox],
-  [
-    "GET",
-    /^\/sandbox$/,
-    async (plane) => [200, plane.registry.list().map((sandbox) => dtoOf(plane, sandbox))],
-  ],
   ["GET", /^\/sandbox\/([^/]+)$/, async (plane, _req, [id]) => [200, dtoOf(plane, sandboxOf(plane, id))]],
   ["DELETE", /^\/sandbox\/([^/]+)$/, deleteSandbox],
   ["POST", /^\/sandbox\/([^/]+)\/start$/, startSandbox],
