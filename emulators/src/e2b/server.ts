@@ -9,7 +9,7 @@ import type { Duplex } from "node:stream";
 import { sendJson } from "../http/body.ts";
 import { type ControlPlane, serveControlPlane } from "./control-plane.ts";
 import { ENVD_PORT, serveEnvd } from "./envd.ts";
-import { relayRequest, relayUpgrade } from "./ports.ts";
+import { servePort, upgradePort } from "./ports.ts";
 
 export interface ServerOptions {
   plane: ControlPlane;
@@ -41,7 +41,7 @@ async function serve(options: ServerOptions, req: IncomingMessage, res: ServerRe
   const target = targetOf(req, options.domain);
   if (!target) await serveControlPlane(options.plane, req, res);
   else if (target.port === ENVD_PORT) await serveEnvd(options.plane.registry, target.sandboxId, req, res);
-  else relayRequest(options.plane.registry.get(target.sandboxId), target.port, req, res);
+  else servePort(options.plane.registry.get(target.sandboxId), target.port, req, res);
 }
 
 function upgrade(options: ServerOptions, req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -51,7 +51,7 @@ function upgrade(options: ServerOptions, req: IncomingMessage, socket: Duplex, h
     socket.end("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     return;
   }
-  relayUpgrade(options.plane.registry.get(target.sandboxId), target.port, req, socket, head);
+  upgradePort(options.plane.registry.get(target.sandboxId), target.port, req, socket, head);
 }
 
 export async function listen(options: ServerOptions): Promise<{ server: Server; url: string }> {
