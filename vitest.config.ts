@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 /** The shared conformance and fault suites, run against every backend. */
-const providerSuites = "providers/testing/backends.test.ts";
+const providerSuites = "providers/testing/backends/*.test.ts";
 
 /**
  * One run covers everything: unit tests, the API and database suites on both database dialects

@@ -5,7 +5,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { runsEmulatedDesktops, runsOnThisMachine, usesSupervisor } from "@cubicle/providers";
 import { ConfigError, parseEnv } from "../api/src/config/env.ts";
 import { resolveSecrets } from "../api/src/config/secrets.ts";
-import { ensureComputerImage, ensureDockerEngine, ensureE2bDesktopImage } from "./lib/docker-engine.mjs";
+import {
+  ensureComputerImage,
+  ensureDaytonaDesktopImage,
+  ensureDockerEngine,
+  ensureE2bDesktopImage,
+} from "./lib/docker-engine.mjs";
 import { root } from "./lib/run.mjs";
 import { ensureSystemPackages } from "./lib/system-packages.mjs";
 import { ensureWebBuilt, webServerCommand } from "./lib/web.mjs";
@@ -100,7 +105,8 @@ if (
 if (runsEmulatedDesktops(api.sandbox.provider)) {
   await ensureDockerEngine();
   await ensureComputerImage();
-  await ensureE2bDesktopImage();
+  if (api.sandbox.provider === "e2b-emulator") await ensureE2bDesktopImage();
+  else await ensureDaytonaDesktopImage();
 }
 
 const apiHost = api.host === "0.0.0.0" ? "127.0.0.1" : api.host;

@@ -1,7 +1,12 @@
 // The whole test suite, as CI runs it: install, lint/format check, type check, then every test
 // (unit, API on PGlite and on a real Postgres that the run starts and removes, the provider
 // suites on every backend including real Docker computers, end-to-end against the built dashboard).
-import { ensureComputerImage, ensureDockerEngine, ensureE2bDesktopImage } from "./lib/docker-engine.mjs";
+import {
+  ensureComputerImage,
+  ensureDaytonaDesktopImage,
+  ensureDockerEngine,
+  ensureE2bDesktopImage,
+} from "./lib/docker-engine.mjs";
 import { ensureInstalled, runOrExit } from "./lib/run.mjs";
 import { ensureSystemPackages } from "./lib/system-packages.mjs";
 import { ensureWebBuilt } from "./lib/web.mjs";
@@ -13,5 +18,6 @@ runOrExit("npm", ["run", "typecheck", "--silent"]);
 await ensureDockerEngine();
 await ensureComputerImage();
 await ensureE2bDesktopImage();
+await ensureDaytonaDesktopImage();
 ensureWebBuilt();
 runOrExit("npx", ["vitest", "run", ...process.argv.slice(2)]);

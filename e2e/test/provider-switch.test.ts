@@ -19,6 +19,7 @@ import { buildWorld, type World } from "../../api/test/support/world.ts";
  * with Chromium signed in to a cookie-login site, then SANDBOX_PROVIDER changed to `e2b-emulator`
  * and the api restarted (same database, secrets and checkpoint store). The next session runs on a
  * fresh E2B sandbox restored from the latest checkpoint, and Chromium there is still signed in.
+ * Then the same again from `e2b-emulator` to `daytona-emulator`.
  */
 const SLOW = 420_000;
 const NETWORK = "cubicle-computers";
@@ -65,7 +66,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await site?.close();
   for (const machine of leftBehind) await machine.provider.destroy(machine.ref).catch(() => undefined);
-  // every machine the records name: the E2B sandbox
+  // every machine the records name: the Daytona sandbox
   for (const api of apis.reverse()) {
     for (const computer of await api.database.db.selectFrom("computers").selectAll().execute()) {
       const machine = await machineFor(api, computer).catch(() => undefined);
@@ -82,9 +83,18 @@ const sessions = () => new SessionClient({ client: w.people.owner.at(t.api.url) 
 const launchBrowser = async (s: OpenedSession, url: string) =>
   expectStatus(await sessions().tool(s, "POST", "/launch-app", { app: "browser", url }), 202);
 
-describe("switching a deployment from docker to e2b-emulator", () => {
+/** The operator changes one setting and restarts the api; /health shows the new provider. */
+async function switchTo(kind: string, botComputerId: string): Promise<void> {
+  leftBehind.push(await machineFor(t, await c.computerRow(botComputerId)));
+  await t.api.close();
+  t = await startApiOn({ SANDBOX_PROVIDER: kind });
+  const health = expectStatus(await t.client().get("/health"), 200).json;
+  expect(health).toMatchObject({ sandbox: kind, configured: kind, sandboxNote: null });
+}
+
+describe("switching a deployment from docker to e2b-emulator, then to daytona-emulator", () => {
   it(
-    "moves a Team Computer to a fresh E2B sandbox restored from its latest checkpoint, with Chromium still signed in",
+    "moves a Team Computer to a fresh sandbox restored from its latest checkpoint at each switch, with Chromium still signed in",
     async () => {
       const bot = await createBot(w.people.owner, w.workspaceId, "team");
       const first = await sessions().opened(bot.id);
@@ -102,16 +112,7 @@ describe("switching a deployment from docker to e2b-emulator", () => {
         120_000,
       );
 
-      // the operator changes one setting and restarts the api
-      leftBehind.push(await machineFor(t, await c.computerRow(bot.computerId)));
-      await t.api.close();
-      t = await startApiOn({ SANDBOX_PROVIDER: "e2b-emulator" });
-      const health = expectStatus(await t.client().get("/health"), 200).json;
-      expect(health).toMatchObject({
-        sandbox: "e2b-emulator",
-        configured: "e2b-emulator",
-        sandboxNote: null,
-      });
+      await switchTo("e2b-emulator", bot.computerId);
 
       const before = site.requests.length;
       const second = await sessions().opened(bot.id);
@@ -134,6 +135,35 @@ describe("switching a deployment from docker to e2b-emulator", () => {
       );
       expect(visit.signedIn, "signed in on E2B with the cookie made on Docker").toBe(true);
       expectStatus(await sessions().end(second, "success"), 200);
+      await until(
+        "the second session-end checkpoint",
+        async () => {
+          const ends = (await c.list(bot.computerId)).filter((r) => r.reason === "session-success");
+          return ends.length >= 2 ? ends : undefined;
+        },
+        120_000,
+      );
+
+      await switchTo("daytona-emulator", bot.computerId);
+      const onDaytona = site.requests.length;
+      const third = await sessions().opened(bot.id);
+      const moved = await c.computerRow(bot.computerId);
+      expect(moved.provider_kind).toBe("daytona-emulator");
+      expect(moved.state).toBe("running");
+      expect((await c.audits(bot.computerId, "checkpoint.restored")).at(-1)?.data).toMatchObject({
+        into: "fresh",
+      });
+      const there = await sessions().shell(third, { command: "pwd; ls -d .browser-profiles/chromium" });
+      expect(there.stdout).toBe(`/home/daytona/cubicle-home/bots/${bot.id}\n.browser-profiles/chromium\n`);
+      await launchBrowser(third, `${site.url}/`);
+      const daytonaVisit = await until(
+        "Chromium in the Daytona sandbox to open the site",
+        async () => site.requests.slice(onDaytona).find((r) => r.path === "/"),
+        90_000,
+      );
+      expect(daytonaVisit.from, "the visit comes from the Daytona sandbox").not.toBe(visit.from);
+      expect(daytonaVisit.signedIn, "signed in on Daytona with the cookie made on Docker").toBe(true);
+      expectStatus(await sessions().end(third, "success"), 200);
     },
     SLOW,
   );

@@ -3,6 +3,7 @@ import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { RunningProxy } from "@cubicle/proxy";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
 import { machineFor } from "../../api/test/support/computers.ts";
 import { expectStatus, type RawResponse, type TestApi } from "../../api/test/support/harness.ts";
 import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
@@ -14,15 +15,34 @@ import { canvasSummary } from "./support/canvas.ts";
 import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
 
 /**
- * A Team Computer on SANDBOX_PROVIDER=e2b-emulator (the e2b adapter and the unmodified SDK against
- * the loopback emulator inside the api; its sandboxes real desktops in Docker): two bots at once on
+ * A Team Computer on each vendor emulator (the vendor's adapter and its unmodified SDK against the
+ * loopback emulator inside the api; its sandboxes real desktops in Docker): two bots at once on
  * screens 0 and 1, each observing and acting on its own display; screen 1 watched in Chromium
  * through the real proxy with noVNC; input through a view socket changes nothing; control works
- * and is revoked within a second of release. Nothing the browser saw (URLs, headers, WebSocket
- * frames) and no api response holds the sandbox's address, its traffic token or a VNC password.
+ * and is revoked within a second of release; after a stop and a start the screens work again with
+ * the vendor's new secrets, and (Daytona) the old preview token is refused. Nothing the browser saw
+ * (URLs, headers, WebSocket frames) and no api response holds the sandbox's address, its tokens
+ * or a VNC password.
  */
 const SLOW = 300_000;
 const ARTIFACTS = join(import.meta.dirname, "..", "artifacts");
+
+const VENDORS = [
+  {
+    kind: "e2b-emulator",
+    displays: [":0\n", ":1\n"],
+    terminalClass: "xterm",
+    // E2B keeps a sandbox's traffic token across a pause and a resume
+    oldTargetsRefused: false,
+  },
+  {
+    kind: "daytona-emulator",
+    displays: [":1\n", ":2\n"],
+    terminalClass: "xfce4-terminal",
+    // Daytona issues new preview tokens at every start
+    oldTargetsRefused: true,
+  },
+] as const;
 
 let t: TestApi;
 let proxy: RunningProxy;
@@ -36,25 +56,6 @@ const keep = (response: RawResponse) => {
   seen.push(response.text, JSON.stringify([...response.headers.entries()]));
   return response;
 };
-
-beforeAll(async () => {
-  [browser, novnc] = await Promise.all([launchChromium(), serveNovncPage()]);
-  ({ t, proxy } = await startApiAndProxy({ SANDBOX_PROVIDER: "e2b-emulator" }, novnc.origin));
-  w = await buildWorld(t, "e2b-team");
-}, SLOW);
-
-afterAll(async () => {
-  await proxy?.close();
-  if (t) {
-    for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {
-      const { provider, ref } = await machineFor(t, computer);
-      await provider.destroy(ref).catch(() => undefined);
-    }
-    await t.close();
-  }
-  await browser?.close();
-  await novnc?.close();
-}, SLOW);
 
 /** A page that records every URL, header and WebSocket frame it sees. */
 async function watchedPage(): Promise<Page> {
@@ -101,10 +102,67 @@ async function openInPage(
   );
 }
 
-describe("a Team Computer on the E2B emulator", () => {
+beforeAll(async () => {
+  [browser, novnc] = await Promise.all([launchChromium(), serveNovncPage()]);
+}, SLOW);
+
+afterAll(async () => {
+  await browser?.close();
+  await novnc?.close();
+});
+
+/** The vendor's secrets in the targets of screens 0 and 1, as the provider hands them to the proxy. */
+async function vendorSecrets(computer: Parameters<typeof machineFor>[1]) {
+  const { provider, ref } = await machineFor(t, computer);
+  const targets: ScreenTarget[] = [await provider.openScreen(ref, 0), await provider.openScreen(ref, 1)];
+  const secrets = new Set<string>([ref.providerRef as string]);
+  for (const target of targets) {
+    if (target.kind !== "vendor-websocket") throw new Error(`expected a vendor target, got ${target.kind}`);
+    secrets.add(new URL(target.url).host);
+    if (target.password) secrets.add(target.password);
+    for (const value of Object.values(target.headers ?? {})) if (value.length >= 8) secrets.add(value);
+  }
+  return { targets, secrets };
+}
+
+/** What the vendor answers a WebSocket to a target: "open", or the HTTP status it refused with. */
+function vendorAnswer(target: ScreenTarget): Promise<"open" | number | "error"> {
+  if (target.kind !== "vendor-websocket") throw new Error(`expected a vendor target, got ${target.kind}`);
+  return new Promise((resolve) => {
+    const socket = new WebSocket(target.url, { headers: target.headers ?? {} });
+    socket.on("open", () => {
+      socket.terminate();
+      resolve("open");
+    });
+    socket.on("unexpected-response", (_request, response) => {
+      resolve(response.statusCode ?? "error");
+      socket.terminate();
+    });
+    socket.on("error", () => resolve("error"));
+  });
+}
+
+describe.each(VENDORS)("a Team Computer on $kind", (vendor) => {
+  beforeAll(async () => {
+    ({ t, proxy } = await startApiAndProxy({ SANDBOX_PROVIDER: vendor.kind }, novnc.origin));
+    w = await buildWorld(t, `${vendor.kind}-team`);
+  }, SLOW);
+
+  afterAll(async () => {
+    await proxy?.close();
+    if (t) {
+      for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {
+        const { provider, ref } = await machineFor(t, computer);
+        await provider.destroy(ref).catch(() => undefined);
+      }
+      await t.close();
+    }
+  }, SLOW);
+
   it(
-    "runs two bots on screens 0 and 1, shows screen 1 live through the proxy, keeps view sockets inert, revokes control within a second, and shows no E2B secret",
+    "runs two bots on screens 0 and 1, shows screen 1 live through the proxy, keeps view sockets inert, revokes control within a second, works again after a stop and a start, and shows no vendor secret",
     async () => {
+      seen.length = 0;
       const owner = w.people.owner;
       const robot = new SessionClient({ client: owner }, w.workspaceId);
       const [first, second] = [
@@ -121,11 +179,11 @@ describe("a Team Computer on the E2B emulator", () => {
         .selectAll()
         .where("id", "=", s0.computerId)
         .executeTakeFirstOrThrow();
-      expect(computer.provider_kind).toBe("e2b-emulator");
+      expect(computer.provider_kind).toBe(vendor.kind);
 
       // each bot's commands see its own display; each observes and acts on it, at once
       const displays = await Promise.all(sessions.map((s) => robot.shell(s, { command: 'echo "$DISPLAY"' })));
-      expect(displays.map((run) => run.stdout)).toEqual([":0\n", ":1\n"]);
+      expect(displays.map((run) => run.stdout)).toEqual(vendor.displays);
       const spots = [
         { x: 211, y: 123 },
         { x: 377, y: 299 },
@@ -172,7 +230,7 @@ describe("a Team Computer on the E2B emulator", () => {
         "the terminal's window",
         async () => {
           const found = await robot.shell(s1, {
-            command: "xdotool search --onlyvisible --class xterm | head -n 1",
+            command: `xdotool search --onlyvisible --class ${vendor.terminalClass} | head -n 1`,
           });
           return found.stdout.trim() || undefined;
         },
@@ -228,7 +286,7 @@ describe("a Team Computer on the E2B emulator", () => {
         15_000,
       );
       expect(moved.x).toBe(640);
-      await controller.screenshot({ path: join(ARTIFACTS, "e2b-team-control.png") });
+      await controller.screenshot({ path: join(ARTIFACTS, `${vendor.kind}-team-control.png`) });
 
       expectStatus(keep(await owner.delete(`${screenPath}/control/${lease.leaseId}`)), 204);
       const releasedAt = (
@@ -249,19 +307,43 @@ describe("a Team Computer on the E2B emulator", () => {
       expect(Number(await closedAt.jsonValue()) - new Date(releasedAt as Date).getTime()).toBeLessThanOrEqual(
         1_000,
       );
-      await viewer.screenshot({ path: join(ARTIFACTS, "e2b-team-view.png") });
+      await viewer.screenshot({ path: join(ARTIFACTS, `${vendor.kind}-team-view.png`) });
 
-      // the secrets, as the provider hands them to the proxy: none ever reached a browser or a client
-      const { provider, ref } = await machineFor(t, computer);
-      const targets: ScreenTarget[] = [await provider.openScreen(ref, 0), await provider.openScreen(ref, 1)];
-      const secrets = new Set<string>([ref.providerRef as string]);
-      for (const target of targets) {
-        if (target.kind !== "vendor-websocket")
-          throw new Error(`expected a vendor target, got ${target.kind}`);
-        secrets.add(new URL(target.url).host);
-        if (target.password) secrets.add(target.password);
-        for (const value of Object.values(target.headers ?? {})) if (value.length >= 8) secrets.add(value);
-      }
+      const beforeStop = await vendorSecrets(computer);
+      await viewer.close();
+      await controller.close();
+      for (const s of sessions) expectStatus(await robot.end(s, "success"), 200);
+
+      // a stop and a start: the screens work again, with the vendor's secrets of the new start
+      const computerPath = `/v1/workspaces/${w.workspaceId}/computers/${computer.id}`;
+      expectStatus(keep(await owner.post(`${computerPath}/stop`)), 200);
+      expectStatus(keep(await owner.post(`${computerPath}/start`)), 200);
+      expect(
+        await vendorAnswer(beforeStop.targets[0] as ScreenTarget),
+        "the vendor, to a target of the last start",
+      ).toBe(vendor.oldTargetsRefused ? 401 : "open");
+      const again = await watchedPage();
+      const screen0 = `/v1/workspaces/${w.workspaceId}/computers/${computer.id}/screens/0`;
+      await openInPage(
+        again,
+        expectStatus(keep(await w.people.viewer.post(`${screen0}/capabilities`, { mode: "view" })), 201).json,
+        true,
+      );
+      const restarted = await until(
+        "the desktop after the start",
+        async () => {
+          const summary = await canvasSummary(again);
+          return summary.colours > 1 ? summary : undefined;
+        },
+        30_000,
+      );
+      expect(restarted.fingerprint).toMatch(/^1280x800:/);
+      await again.screenshot({ path: join(ARTIFACTS, `${vendor.kind}-team-restarted.png`) });
+      await again.close();
+      const afterStart = await vendorSecrets(computer);
+
+      // none of the vendor's secrets, of either start, ever reached a browser or a client
+      const secrets = new Set([...beforeStop.secrets, ...afterStart.secrets]);
       expect(secrets.size).toBeGreaterThanOrEqual(5);
       expect(seen.length).toBeGreaterThan(50);
       for (const secret of secrets) {
@@ -270,9 +352,6 @@ describe("a Team Computer on the E2B emulator", () => {
           `where ${secret} was seen`,
         ).toEqual([]);
       }
-      await viewer.close();
-      await controller.close();
-      for (const s of sessions) expectStatus(await robot.end(s, "success"), 200);
     },
     SLOW,
   );

@@ -305,7 +305,7 @@ const schema = z
     E2B_SANDBOX_URL: optionalHttpUrl,
     E2B_DOMAIN: optionalTrimmed,
     DAYTONA_API_KEY: optionalTrimmed,
-    DAYTONA_API_URL: optionalTrimmed,
+    DAYTONA_API_URL: optionalHttpUrl,
     DAYTONA_TARGET: optionalTrimmed,
     BOX_API_KEY: optionalTrimmed,
     BOX_API_URL: optionalTrimmed,

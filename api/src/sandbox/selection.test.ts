@@ -61,7 +61,7 @@ describe("the none provider", () => {
 });
 
 describe("backends that are not built yet", () => {
-  it.each(["daytona", "box", "daytona-emulator", "box-emulator"] as const)(
+  it.each(["box", "box-emulator"] as const)(
     "%s refuses provision with NOT_AVAILABLE_YET",
     async (kind) => {
       const provider = await buildProvider(kind, contextOf({ SANDBOX_PROVIDER: "none", NODE_ENV: "test" }));

@@ -1,14 +1,23 @@
-import { MAX_SCREENS, type MachineRef, ProviderError, type SandboxProvider } from "../contract/index.ts";
+import type { Sandbox } from "@e2b/desktop";
+import {
+  MAX_SCREENS,
+  type MachineRef,
+  ProviderError,
+  type SandboxProvider,
+  type ScreenTarget,
+} from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
 import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
-import { runCommand } from "./commands.ts";
-import { deleteFile, exportHome, importHome, listFiles, readFile, writeFile } from "./files.ts";
-import { failure, installKit, kitCommand, kitProgram } from "./kit.ts";
+import { runCommand } from "../remote/commands.ts";
+import { deleteFile, exportHome, importHome, listFiles, readFile, writeFile } from "../remote/files.ts";
+import { kitProgram, SandboxMachine } from "../remote/machine.ts";
+import * as screens from "../remote/screens.ts";
 import { type E2bConnection, missingMachine, Sandboxes } from "./sandboxes.ts";
-import * as screens from "./screens.ts";
+import { E2B_LAYOUT, portTarget } from "./screens.ts";
+import { e2bShell } from "./shell.ts";
 
 export type { E2bConnection } from "./sandboxes.ts";
 
@@ -25,12 +34,9 @@ export interface E2bProviderOptions {
   faults?: FaultPlan;
 }
 
-/** `browsers close` may wait 5 s for windows, 10 s after SIGTERM, then SIGKILL; with margin. */
-const BROWSERS_MS = 90_000;
-
 /** The apps of E2B's desktop template; the browser wrapper keeps its profile in the home. */
 const E2B_APPS: AppPrograms = {
-  browser: { program: kitProgram("browser") },
+  browser: { program: kitProgram(E2B_LAYOUT, "browser") },
   terminal: { program: "x-terminal-emulator" },
 };
 
@@ -47,10 +53,13 @@ export function createE2bProvider({
 }: E2bProviderOptions): SandboxProvider {
   const sandboxes = new Sandboxes(connection, sandboxLifetimeMs);
 
+  const machineOf = (sandbox: Sandbox) =>
+    new SandboxMachine(sandbox.sandboxId, e2bShell(sandbox), E2B_LAYOUT);
   const running = (ref: MachineRef) => {
     if (ref.providerRef === null) throw missingMachine(null);
     return sandboxes.running(ref.providerRef);
   };
+  const machine = async (ref: MachineRef) => machineOf(await running(ref));
 
   /** The sandbox's state; MACHINE_MISSING when E2B does not have it. */
   async function existing(ref: MachineRef): Promise<"running" | "paused"> {
@@ -62,10 +71,14 @@ export function createE2bProvider({
   async function browsers(ref: MachineRef, verb: "settle" | "close"): Promise<void> {
     // a paused sandbox runs no browser
     if ((await existing(ref)) === "paused") return;
-    const sandbox = await running(ref);
-    const result = await kitCommand(sandbox, `${kitProgram("browsers")} ${verb}`, { timeoutMs: BROWSERS_MS });
-    if (result.exitCode !== 0)
-      throw failure(`${verb === "close" ? "closing" : "settling"} the browsers`, result);
+    await (await machine(ref)).browsers(verb);
+  }
+
+  /** The screen's view server (started as needed) and its target. */
+  async function openView(sandbox: Sandbox, index: number): Promise<ScreenTarget> {
+    const password = screens.viewPassword(connection.apiKey, sandbox.sandboxId, index);
+    const port = await screens.startView(machineOf(sandbox), index, password);
+    return portTarget(connection, sandbox, port, password);
   }
 
   const provider: SandboxProvider = {
@@ -78,7 +91,7 @@ export function createE2bProvider({
       const known = ref.providerRef === null ? null : await sandboxes.connect(ref.providerRef);
       const sandbox = known ?? (await sandboxes.create(ref));
       try {
-        await installKit(sandbox);
+        await machineOf(sandbox).installKit();
       } catch (error) {
         // a new sandbox nobody can use would only cost money
         if (!known) await sandboxes.kill(sandbox.sandboxId).catch(() => undefined);
@@ -113,42 +126,43 @@ export function createE2bProvider({
 
     async openScreen(ref, index) {
       screens.requireScreen(index);
-      return screens.openScreen(connection, await running(ref), index);
+      return openView(await running(ref), index);
     },
 
     async openControl(ref, index, password) {
       checkControlPassword(password);
       screens.requireScreen(index);
       const sandbox = await running(ref);
-      await screens.openScreen(connection, sandbox, index);
-      return screens.openControl(connection, sandbox, index, password);
+      await openView(sandbox, index);
+      const port = await screens.startControl(machineOf(sandbox), index, password);
+      return portTarget(connection, sandbox, port, password);
     },
 
     async closeControl(ref, index) {
       screens.requireScreen(index);
       // a paused sandbox's servers are frozen with it and never answer again: stopping took them down
       if ((await existing(ref)) === "paused") return;
-      await screens.closeControl(await running(ref), index);
+      await screens.closeControl(await machine(ref), index);
     },
 
     async *run(ref, request) {
       if (request.cwd !== undefined) homeRelativePath(request.cwd);
-      yield* runCommand(await running(ref), request);
+      yield* runCommand(await machine(ref), request);
     },
 
-    listFiles: async (ref, path) => listFiles(await running(ref), path),
-    readFile: async (ref, path, { maxBytes }) => readFile(await running(ref), path, maxBytes),
-    writeFile: async (ref, path, data, options) => writeFile(await running(ref), path, data, options),
-    deleteFile: async (ref, path) => deleteFile(await running(ref), path),
+    listFiles: async (ref, path) => listFiles(await machine(ref), path),
+    readFile: async (ref, path, { maxBytes }) => readFile(await machine(ref), path, maxBytes),
+    writeFile: async (ref, path, data, options) => writeFile(await machine(ref), path, data, options),
+    deleteFile: async (ref, path) => deleteFile(await machine(ref), path),
 
     async exportHome(ref) {
-      const tar = await exportHome(await running(ref));
+      const tar = await exportHome(await machine(ref));
       return faults?.take("export") ? breakAfterFirstChunk(tar) : tar;
     },
 
     async importHome(ref, tar) {
-      const sandbox = await running(ref);
-      await importHome(sandbox, faults?.take("import") ? truncateAfterFirstChunk(tar) : tar);
+      const target = await machine(ref);
+      await importHome(target, faults?.take("import") ? truncateAfterFirstChunk(tar) : tar);
     },
 
     settleBrowsers: (ref) => browsers(ref, "settle"),
@@ -157,19 +171,19 @@ export function createE2bProvider({
     async observe(ref, index) {
       screens.requireScreen(index);
       const sandbox = await running(ref);
-      await screens.openScreen(connection, sandbox, index);
-      return screens.observe(sandbox, index);
+      await openView(sandbox, index);
+      return screens.observe(machineOf(sandbox), index);
     },
 
     async act(ref, index, actions) {
       const batch = validateActions(actions);
       screens.requireScreen(index);
       const sandbox = await running(ref);
-      await screens.openScreen(connection, sandbox, index);
-      return screens.act(sandbox, index, batch);
+      await openView(sandbox, index);
+      return screens.act(machineOf(sandbox), index, batch);
     },
 
-    screenEnv: screens.e2bScreenEnv,
+    screenEnv: (screen) => screens.screenEnv(E2B_LAYOUT, screen),
     launch: (ref, screen, request, options) =>
       launchByCommand(provider, E2B_APPS, ref, screen, request, options),
   };

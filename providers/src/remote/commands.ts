@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { CommandExitError, type Sandbox } from "@e2b/desktop";
 import {
   type CommandEvent,
   type CommandRequest,
@@ -10,15 +9,14 @@ import {
 } from "../contract/index.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { shellQuote } from "../kernel/shell-quote.ts";
-import { HOME, kitCommand, kitProgram } from "./kit.ts";
-import { asProviderError } from "./sandboxes.ts";
+import type { SandboxMachine } from "./machine.ts";
 
 /** Every process a run starts inherits this variable, so the whole tree can be found and killed. */
 const RUN_MARK = "CUBICLE_RUN";
 
 /**
- * Kills every process of one run, found by its mark (E2B kills only the pid it started; a
- * command's children, daemons included, would outlive it). Repeated until none is left, since a
+ * Kills every process of one run, found by its mark (vendors kill only the pid they started, if
+ * any; a command's children, daemons included, would outlive it). Repeated until none is left, since a
  * dying shell may still fork.
  */
 const killRunScript = (runId: string) => `for _ in 1 2 3 4 5 6 7 8 9 10; do
@@ -39,12 +37,15 @@ type Outcome =
   | { kind: "error"; error: unknown };
 
 /**
- * A command in the sandbox: stdout and stderr streamed as E2B delivers them, the exit code kept
- * (the SDK throws CommandExitError for a non-zero one: that is a result here), the timeout and an
- * abort enforced by killing the run's whole process tree, and the output capped in the sandbox
- * (kit/run) so that neither the SDK, which keeps all of it, nor the api holds more than the cap.
+ * A command in the sandbox: stdout and stderr streamed as the vendor delivers them, the exit code
+ * kept, the timeout and an abort enforced by killing the run's whole process tree, and the output
+ * capped in the sandbox (kit/run) so that neither the vendor's SDK, which may keep all of it, nor
+ * the api holds more than the cap.
  */
-export async function* runCommand(sandbox: Sandbox, request: CommandRequest): AsyncGenerator<CommandEvent> {
+export async function* runCommand(
+  machine: SandboxMachine,
+  request: CommandRequest,
+): AsyncGenerator<CommandEvent> {
   const cwd = request.cwd === undefined ? "" : homeRelativePath(request.cwd);
   const maxOutputBytes = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   const runId = randomUUID();
@@ -84,27 +85,18 @@ export async function* runCommand(sandbox: Sandbox, request: CommandRequest): As
   };
 
   // one byte more than the cap per stream, so that output past the cap is seen here and marked
-  const command = [kitProgram("run"), String(maxOutputBytes + 1), request.command].map(shellQuote).join(" ");
-  void sandbox.commands
-    .run(command, {
-      background: true,
-      // Cubicle enforces the timeout itself; the SDK's would only drop the stream
-      timeoutMs: 0,
-      cwd: cwd === "" ? HOME : `${HOME}/${cwd}`,
-      envs: { ...request.env, HOME, [RUN_MARK]: runId },
+  const command = [machine.program("run"), String(maxOutputBytes + 1), request.command]
+    .map(shellQuote)
+    .join(" ");
+  void machine.shell
+    .stream(command, {
+      cwd: cwd === "" ? machine.home : `${machine.home}/${cwd}`,
+      env: { ...request.env, HOME: machine.home, [RUN_MARK]: runId },
       onStdout: (data) => take("stdout", data),
       onStderr: (data) => take("stderr", data),
     })
     .then(
-      async (handle) => {
-        try {
-          const result = await handle.wait();
-          settle({ kind: "exit", code: result.exitCode });
-        } catch (error) {
-          if (error instanceof CommandExitError) settle({ kind: "exit", code: error.exitCode });
-          else settle({ kind: "error", error });
-        }
-      },
+      (code) => settle({ kind: "exit", code }),
       (error: unknown) => settle({ kind: "error", error }),
     );
 
@@ -123,8 +115,8 @@ export async function* runCommand(sandbox: Sandbox, request: CommandRequest): As
           yield { type: "exit", code: ended.code, truncated };
           return;
         }
-        if (ended.kind === "error") throw asProviderError("running a command", ended.error);
-        await killRun(sandbox, runId);
+        if (ended.kind === "error") throw ended.error;
+        await killRun(machine, runId);
         yield ended.kind === "timeout"
           ? {
               type: "exit",
@@ -143,10 +135,10 @@ export async function* runCommand(sandbox: Sandbox, request: CommandRequest): As
     clearTimeout(timer);
     request.signal?.removeEventListener("abort", onAbort);
     // a caller that stops reading ends the command too
-    if (end.outcome === null) await killRun(sandbox, runId).catch(() => undefined);
+    if (end.outcome === null) await killRun(machine, runId).catch(() => undefined);
   }
 }
 
-async function killRun(sandbox: Sandbox, runId: string): Promise<void> {
-  await kitCommand(sandbox, killRunScript(runId), { timeoutMs: 30_000 });
+async function killRun(machine: SandboxMachine, runId: string): Promise<void> {
+  await machine.exec(killRunScript(runId), { timeoutMs: 30_000 });
 }

@@ -1,28 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import type { Sandbox } from "@e2b/desktop";
 import { type FileEntry, outsideHome, ProviderError, tooLarge } from "../contract/index.ts";
 import { sanitiseHomeArchive } from "../kernel/home-archive.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { parseHomeListing } from "../kernel/home-scripts.ts";
 import { shellQuote } from "../kernel/shell-quote.ts";
-import {
-  failure,
-  HOME,
-  homeFilesCommand,
-  type KitResult,
-  kitCommand,
-  kitProgram,
-  SCRATCH_DIR,
-} from "./kit.ts";
-import { asProviderError } from "./sandboxes.ts";
+import { failure, type SandboxMachine } from "./machine.ts";
+import type { ShellResult } from "./shell.ts";
 
 /**
  * The home's files. Every path is resolved and used by the kernel's home-files.pl inside the
  * sandbox, as its user, one component at a time without following a link that leads out of the
- * home (the same walk as on Docker). Bytes travel through envd's file API, which carries them as
- * they are, to and from a private scratch file the helper reads or fills: the SDK's commands
+ * home (the same walk as on Docker). Bytes travel through the vendor's file API, which carries them
+ * as they are, to and from a private scratch file the helper reads or fills: vendors' commands
  * carry text only.
  */
 
@@ -48,95 +39,81 @@ function verdictError(verdict: string, relative: string, maxBytes = 0): Provider
 }
 
 /** The helper's first line, and what followed it; a helper that failed is a provider failure. */
-function answer(result: KitResult, what: string): { verdict: string; rest: string } {
+function answer(result: ShellResult, what: string): { verdict: string; rest: string } {
   if (result.exitCode !== 0) throw failure(what, result);
   const newline = result.stdout.indexOf("\n");
   if (newline < 0) throw failure(what, result);
   return { verdict: result.stdout.slice(0, newline), rest: result.stdout.slice(newline + 1) };
 }
 
-const scratchFile = (kind: string) => `${SCRATCH_DIR}/${kind}-${randomUUID()}`;
-
-async function removeScratch(sandbox: Sandbox, path: string): Promise<void> {
-  await kitCommand(sandbox, `rm -f -- ${shellQuote(path)}`, { timeoutMs: SMALL_OP_MS }).catch(
-    () => undefined,
-  );
-}
-
-export async function listFiles(sandbox: Sandbox, path: string): Promise<FileEntry[]> {
+export async function listFiles(machine: SandboxMachine, path: string): Promise<FileEntry[]> {
   const relative = homeRelativePath(path);
   const { verdict, rest } = answer(
-    await kitCommand(sandbox, homeFilesCommand("list", relative), { timeoutMs: SMALL_OP_MS }),
+    await machine.exec(machine.homeFilesCommand("list", relative), { timeoutMs: SMALL_OP_MS }),
     `listing ${relative || "the home"}`,
   );
   if (verdict !== "ok") throw verdictError(verdict, relative);
   return parseHomeListing(rest, relative);
 }
 
-export async function readFile(sandbox: Sandbox, path: string, maxBytes: number): Promise<Uint8Array> {
+export async function readFile(machine: SandboxMachine, path: string, maxBytes: number): Promise<Uint8Array> {
   const relative = homeRelativePath(path);
-  const out = scratchFile("read");
+  const out = machine.scratchFile("read");
   try {
     // the verdict line is printed; the bytes go to the scratch file
-    const script = `${homeFilesCommand("open", relative, [String(maxBytes)])} >${shellQuote(out)} || exit $?
+    const script = `${machine.homeFilesCommand("open", relative, [String(maxBytes)])} >${shellQuote(out)} || exit $?
 head -n 1 ${shellQuote(out)}`;
-    const { verdict } = answer(
-      await kitCommand(sandbox, script, { timeoutMs: FILE_OP_MS }),
-      `reading ${relative}`,
-    );
+    const { verdict } = answer(await machine.exec(script, { timeoutMs: FILE_OP_MS }), `reading ${relative}`);
     if (verdict === "ok") throw verdictError("notfile", relative);
     const size = /^file (\d+)$/.exec(verdict)?.[1];
     if (size === undefined) throw verdictError(verdict, relative, maxBytes);
-    let bytes: Uint8Array;
-    try {
-      bytes = await sandbox.files.read(out, { format: "bytes" });
-    } catch (error) {
-      throw asProviderError(`reading ${relative}`, error);
-    }
+    const bytes = await machine.shell.download(out);
     const data = bytes.subarray(verdict.length + 1);
     if (data.length !== Number(size)) {
       throw new ProviderError("PROVIDER_FAILURE", `reading ${relative}: the file changed while it was read`);
     }
     return data;
   } finally {
-    await removeScratch(sandbox, out);
+    await machine.removeScratch(out);
   }
 }
 
 export async function writeFile(
-  sandbox: Sandbox,
+  machine: SandboxMachine,
   path: string,
   data: Uint8Array,
   options: { executable?: boolean } = {},
 ): Promise<void> {
   const relative = homeRelativePath(path);
-  const staged = scratchFile("write");
+  const staged = machine.scratchFile("write");
   try {
-    try {
-      await sandbox.files.write(staged, new Uint8Array(data).buffer);
-    } catch (error) {
-      throw asProviderError(`writing ${relative}`, error);
-    }
+    await machine.shell.upload(staged, data);
     // home-files.pl takes the announced size, then one more byte that proves the body ended there
     const mode = options.executable ? "0755" : "0644";
-    const script = `{ cat -- ${shellQuote(staged)}; printf '\\n'; } | ${homeFilesCommand("write", relative, [String(data.length), mode])}`;
-    const result = await kitCommand(sandbox, script, { timeoutMs: FILE_OP_MS });
+    const script = `{ cat -- ${shellQuote(staged)}; printf '\\n'; } | ${machine.homeFilesCommand("write", relative, [String(data.length), mode])}`;
+    const result = await machine.exec(script, { timeoutMs: FILE_OP_MS });
     const { verdict, rest } = answer(result, `writing ${relative}`);
     if (verdict !== "ok") throw verdictError(verdict, relative);
     if (rest.trim() !== "done") throw failure(`writing ${relative}`, result);
   } finally {
-    await removeScratch(sandbox, staged);
+    await machine.removeScratch(staged);
   }
 }
 
-export async function deleteFile(sandbox: Sandbox, path: string): Promise<void> {
+export async function deleteFile(machine: SandboxMachine, path: string): Promise<void> {
   const relative = homeRelativePath(path);
   if (relative === "") throw new ProviderError("INVALID_PATH", "the home itself cannot be deleted");
   const { verdict } = answer(
-    await kitCommand(sandbox, homeFilesCommand("delete", relative), { timeoutMs: FILE_OP_MS }),
+    await machine.exec(machine.homeFilesCommand("delete", relative), { timeoutMs: FILE_OP_MS }),
     `deleting ${relative}`,
   );
   if (verdict !== "ok") throw verdictError(verdict, relative);
+}
+
+/** An archive the sanitiser refused (a member climbing out, a cut-short stream), in the contract's words. */
+function archiveRefused(error: unknown): ProviderError {
+  const said = error instanceof Error ? error.message : String(error);
+  return new ProviderError("PROVIDER_FAILURE", `uploading the home archive: ${said}`, { cause: error });
 }
 
 /** Folders an import uses at the home's top while it runs; never part of an export. */
@@ -144,32 +121,32 @@ const STAGING_PREFIXES = [".cubicle-import-", ".cubicle-old-"];
 
 /**
  * The home as a tar stream: GNU tar writes it to a scratch file in the sandbox as its user, and it
- * is streamed from there through envd's file API a chunk at a time (never held whole), the scratch
+ * is streamed from there through the vendor's file API a chunk at a time (never held whole), the scratch
  * file removed once the stream ends or is cancelled.
  */
-export async function exportHome(sandbox: Sandbox): Promise<ReadableStream<Uint8Array>> {
-  const archive = scratchFile("export");
+export async function exportHome(machine: SandboxMachine): Promise<ReadableStream<Uint8Array>> {
+  const archive = machine.scratchFile("export");
   const excluded = STAGING_PREFIXES.map((prefix) => `--exclude=${shellQuote(`./${prefix}*`)}`).join(" ");
   // 1 is GNU tar's "a file changed while it was read": the archive is still whole
-  const script = `tar -C ${shellQuote(HOME)} --numeric-owner ${excluded} -cf ${shellQuote(archive)} . || [ $? -eq 1 ]`;
-  const made = await kitCommand(sandbox, script, { timeoutMs: FILE_OP_MS });
+  const script = `tar -C ${shellQuote(machine.home)} --numeric-owner ${excluded} -cf ${shellQuote(archive)} . || [ $? -eq 1 ]`;
+  const made = await machine.exec(script, { timeoutMs: FILE_OP_MS });
   if (made.exitCode !== 0) {
-    await removeScratch(sandbox, archive);
+    await machine.removeScratch(archive);
     throw failure("archiving the home", made);
   }
   let source: ReadableStream<Uint8Array>;
   try {
-    source = await sandbox.files.read(archive, { format: "stream" });
+    source = await machine.shell.downloadStream(archive);
   } catch (error) {
-    await removeScratch(sandbox, archive);
-    throw asProviderError("reading the home archive", error);
+    await machine.removeScratch(archive);
+    throw error;
   }
   const reader = source.getReader();
   let removed = false;
   const cleanUp = async () => {
     if (removed) return;
     removed = true;
-    await removeScratch(sandbox, archive);
+    await machine.removeScratch(archive);
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -183,7 +160,7 @@ export async function exportHome(sandbox: Sandbox): Promise<ReadableStream<Uint8
         }
       } catch (error) {
         await cleanUp();
-        controller.error(asProviderError("reading the home archive", error));
+        controller.error(error);
       }
     },
     async cancel(reason) {
@@ -193,12 +170,6 @@ export async function exportHome(sandbox: Sandbox): Promise<ReadableStream<Uint8
   });
 }
 
-/** The desktop template's user: the owner every extracted member gets. */
-const SANDBOX_USER = { uid: 1000, gid: 1000 };
-
-/** `browsers close` may wait 5 s for windows, 10 s after SIGTERM, then SIGKILL; with margin. */
-const BROWSERS_CLOSE_MS = 90_000;
-
 /**
  * Replaces the home with the archive's contents, as on Docker: uploaded to a scratch file (the
  * upload streams), extracted by GNU tar as the sandbox's user into a staging folder inside the home
@@ -206,52 +177,49 @@ const BROWSERS_CLOSE_MS = 90_000;
  * the kernel's home-swap.sh swaps the staged contents in by renames only. An archive that does not
  * extract leaves the home and the browsers as they were.
  */
-export async function importHome(sandbox: Sandbox, tar: ReadableStream<Uint8Array>): Promise<void> {
+export async function importHome(machine: SandboxMachine, tar: ReadableStream<Uint8Array>): Promise<void> {
   const id = randomUUID();
-  const archive = scratchFile("import");
+  const archive = machine.scratchFile("import");
   const stage = `.cubicle-import-${id}`;
   const old = `.cubicle-old-${id}`;
-  const dropStage = `rm -rf -- ${shellQuote(`${HOME}/${stage}`)}`;
+  const dropStage = `rm -rf -- ${shellQuote(`${machine.home}/${stage}`)}`;
   // checked and rewritten on the way, as for Docker: a member that climbs out or an archive cut
   // short fails the upload, before anything is extracted
   let refused: unknown = null;
   const sanitised = sanitiseHomeArchive(
     Readable.fromWeb(tar as NodeReadableStream<Uint8Array>),
-    SANDBOX_USER,
+    machine.layout.user,
   );
   sanitised.on("error", (error) => {
     refused = error;
   });
   try {
     try {
-      await sandbox.files.write(archive, Readable.toWeb(sanitised) as ReadableStream<Uint8Array>);
+      await machine.shell.upload(archive, Readable.toWeb(sanitised) as ReadableStream<Uint8Array>);
     } catch (error) {
-      throw asProviderError("uploading the home archive", refused ?? error);
+      throw refused ? archiveRefused(refused) : error;
     }
-    if (refused) throw asProviderError("uploading the home archive", refused);
-    const extracted = await kitCommand(
-      sandbox,
-      `${homeFilesCommand("untar", stage)} <${shellQuote(archive)} || { status=$?; ${dropStage}; exit $status; }`,
+    if (refused) throw archiveRefused(refused);
+    const extracted = await machine.exec(
+      `${machine.homeFilesCommand("untar", stage)} <${shellQuote(archive)} || { status=$?; ${dropStage}; exit $status; }`,
       { timeoutMs: FILE_OP_MS },
     );
     if (extracted.exitCode !== 0) throw failure("extracting the home archive", extracted);
-    const closed = await kitCommand(sandbox, `${shellQuote(kitProgram("browsers"))} close`, {
-      timeoutMs: BROWSERS_CLOSE_MS,
-    });
-    if (closed.exitCode !== 0) {
-      await kitCommand(sandbox, dropStage, { timeoutMs: SMALL_OP_MS }).catch(() => undefined);
-      throw failure("closing the browsers before swapping in the imported home", closed);
+    try {
+      await machine.browsers("close");
+    } catch (error) {
+      await machine.exec(dropStage, { timeoutMs: SMALL_OP_MS }).catch(() => undefined);
+      throw error;
     }
-    const swapped = await kitCommand(
-      sandbox,
-      ["sh", kitProgram("home-swap.sh"), HOME, stage, old].map(shellQuote).join(" "),
+    const swapped = await machine.exec(
+      ["sh", machine.program("home-swap.sh"), machine.home, stage, old].map(shellQuote).join(" "),
       { timeoutMs: FILE_OP_MS },
     );
     if (swapped.exitCode !== 0) {
-      await kitCommand(sandbox, dropStage, { timeoutMs: SMALL_OP_MS }).catch(() => undefined);
+      await machine.exec(dropStage, { timeoutMs: SMALL_OP_MS }).catch(() => undefined);
       throw failure("swapping in the imported home", swapped);
     }
   } finally {
-    await removeScratch(sandbox, archive);
+    await machine.removeScratch(archive);
   }
 }

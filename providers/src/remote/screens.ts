@@ -1,26 +1,26 @@
-import { createHmac, randomUUID } from "node:crypto";
-import type { Sandbox } from "@e2b/desktop";
+import { createHmac } from "node:crypto";
 import {
   type ActResult,
   type DesktopAction,
   MAX_SCREENS,
   type Observation,
   ProviderError,
-  type ScreenTarget,
 } from "../contract/index.ts";
 import { shellQuote } from "../kernel/shell-quote.ts";
 import { actionScript } from "../kernel/xdotool.ts";
-import { failure, kitCommand, kitProgram, SCRATCH_DIR } from "./kit.ts";
-import type { E2bConnection } from "./sandboxes.ts";
-import { asProviderError } from "./sandboxes.ts";
+import { failure, type SandboxLayout, type SandboxMachine } from "./machine.ts";
 
 /**
- * Screen i of an E2B computer is X display :i (the vendor's primary display is :0). Its servers
- * (kit/screen) listen where E2B routes browsers' traffic: view on port 6080+2i, control on
- * 6081+2i, each a websockify in front of an x11vnc on the sandbox's loopback.
+ * Screen i of a vendor's sandbox is X display :(displayBase + i); screen 0 is the vendor's own.
+ * Its servers (kit/screen) listen where the vendor routes browsers' traffic: view on
+ * webPortBase + 2i, control on the port after, each a websockify in front of an x11vnc on the
+ * sandbox's loopback. The vendor adapter turns a port into a screen target.
  */
-export const e2bScreenEnv = (screen: number): Record<string, string> | null =>
-  Number.isInteger(screen) && screen >= 0 && screen < MAX_SCREENS ? { DISPLAY: `:${screen}` } : null;
+export function screenEnv(layout: SandboxLayout, screen: number): Record<string, string> | null {
+  return Number.isInteger(screen) && screen >= 0 && screen < MAX_SCREENS
+    ? { DISPLAY: `:${layout.displayBase + screen}` }
+    : null;
+}
 
 export function requireScreen(index: number): void {
   if (!Number.isInteger(index) || index < 0 || index >= MAX_SCREENS) {
@@ -28,101 +28,65 @@ export function requireScreen(index: number): void {
   }
 }
 
-const viewPort = (screen: number) => 6080 + 2 * screen;
-const controlPort = (screen: number) => 6081 + 2 * screen;
+export const viewPort = (layout: SandboxLayout, screen: number) => layout.webPortBase + 2 * screen;
+export const controlPort = (layout: SandboxLayout, screen: number) => layout.webPortBase + 2 * screen + 1;
 const SCREEN_OP_MS = 60_000;
 
 /**
- * The view server's VNC password: derived from the API key, the sandbox and the screen, so that
- * every api replica (and a restarted one) arrives at the same password without storing it, and
- * nobody without the key can.
+ * The view server's VNC password: derived from the vendor's API key, the sandbox and the screen,
+ * so that every api replica (and a restarted one) arrives at the same password without storing
+ * it, and nobody without the key can.
  */
-function viewPassword(connection: E2bConnection, sandboxId: string, screen: number): string {
-  return createHmac("sha256", connection.apiKey)
+export function viewPassword(secret: string, sandboxId: string, screen: number): string {
+  return createHmac("sha256", secret)
     .update(`cubicle view ${sandboxId} ${screen}`)
     .digest("base64url")
     .slice(0, 8);
 }
 
-/**
- * How the screen proxy reaches one of the sandbox's ports: E2B's own host for it
- * (`<port>-<sandbox id>.<domain>`), or, when the SDK is given one address for sandboxes
- * (E2B_SANDBOX_URL), that address with the sandbox and port named in E2B's routing headers, the
- * way the SDK itself reaches envd there. The traffic token travels as a header. All of it is
- * sealed into the capability; no browser sees it.
- */
-function portTarget(
-  connection: E2bConnection,
-  sandbox: Sandbox,
-  port: number,
-  password: string,
-): ScreenTarget {
-  const headers: Record<string, string> = {};
-  if (sandbox.trafficAccessToken) headers["e2b-traffic-access-token"] = sandbox.trafficAccessToken;
-  if (connection.sandboxUrl) {
-    const base = new URL(connection.sandboxUrl);
-    base.protocol = base.protocol === "https:" ? "wss:" : "ws:";
-    base.pathname = "/websockify";
-    headers["E2b-Sandbox-Id"] = sandbox.sandboxId;
-    headers["E2b-Sandbox-Port"] = String(port);
-    return { kind: "vendor-websocket", url: base.toString(), password, headers };
-  }
-  return { kind: "vendor-websocket", url: `wss://${sandbox.getHost(port)}/websockify`, password, headers };
-}
-
-async function screenCommand(sandbox: Sandbox, args: string[], what: string): Promise<void> {
-  const result = await kitCommand(sandbox, [kitProgram("screen"), ...args].map(shellQuote).join(" "), {
+async function screenCommand(machine: SandboxMachine, args: string[], what: string): Promise<void> {
+  const result = await machine.exec([machine.program("screen"), ...args].map(shellQuote).join(" "), {
     timeoutMs: SCREEN_OP_MS,
   });
   if (result.exitCode !== 0) throw failure(what, result);
 }
 
-export async function openScreen(
-  connection: E2bConnection,
-  sandbox: Sandbox,
-  index: number,
-): Promise<ScreenTarget> {
-  const password = viewPassword(connection, sandbox.sandboxId, index);
-  await screenCommand(sandbox, ["view", String(index), password], `starting screen ${index}`);
-  return portTarget(connection, sandbox, viewPort(index), password);
+/** Starts the screen (screens past 0) and its view-only server; returns the port it serves on. */
+export async function startView(machine: SandboxMachine, index: number, password: string): Promise<number> {
+  await screenCommand(machine, ["view", String(index), password], `starting screen ${index}`);
+  return viewPort(machine.layout, index);
 }
 
-export async function openControl(
-  connection: E2bConnection,
-  sandbox: Sandbox,
+export async function startControl(
+  machine: SandboxMachine,
   index: number,
   password: string,
-): Promise<ScreenTarget> {
-  await screenCommand(sandbox, ["control", String(index), password], `opening control of screen ${index}`);
-  return portTarget(connection, sandbox, controlPort(index), password);
+): Promise<number> {
+  await screenCommand(machine, ["control", String(index), password], `opening control of screen ${index}`);
+  return controlPort(machine.layout, index);
 }
 
-export async function closeControl(sandbox: Sandbox, index: number): Promise<void> {
-  await screenCommand(sandbox, ["control-close", String(index)], `closing control of screen ${index}`);
+export async function closeControl(machine: SandboxMachine, index: number): Promise<void> {
+  await screenCommand(machine, ["control-close", String(index)], `closing control of screen ${index}`);
 }
 
 /**
- * A screenshot with scrot, the pointer drawn in (as E2B's own `screenshot()` takes one), into a scratch file read back
- * through envd's file API, with the pointer and the active window's title from xdotool.
+ * A screenshot with scrot, the pointer drawn in (as vendors' own screenshots show it), into a scratch file read back
+ * through the vendor's file API, with the pointer and the active window's title from xdotool.
  */
-export async function observe(sandbox: Sandbox, index: number): Promise<Observation> {
-  const shot = `${SCRATCH_DIR}/shot-${randomUUID()}.png`;
+export async function observe(machine: SandboxMachine, index: number): Promise<Observation> {
+  const shot = `${machine.scratchFile("shot")}.png`;
   const script = `scrot --pointer --overwrite ${shellQuote(shot)} >/dev/null || exit 3
 xdotool getmouselocation --shell
 printf 'WINDOW_NAME=%s\\n' "$(xdotool getactivewindow getwindowname 2>/dev/null)"`;
   try {
-    const result = await kitCommand(sandbox, script, {
+    const result = await machine.exec(script, {
       timeoutMs: SCREEN_OP_MS,
-      env: { DISPLAY: `:${index}` },
+      env: screenEnv(machine.layout, index) ?? {},
     });
     if (result.exitCode !== 0) throw failure("taking a screenshot", result);
     const field = (name: string) => new RegExp(`^${name}=(.*)$`, "m").exec(result.stdout)?.[1];
-    let png: Uint8Array;
-    try {
-      png = await sandbox.files.read(shot, { format: "bytes" });
-    } catch (error) {
-      throw asProviderError("reading the screenshot", error);
-    }
+    const png = await machine.shell.download(shot);
     const view = Buffer.from(png.buffer, png.byteOffset, png.byteLength);
     if (view.length < 24 || view.toString("latin1", 12, 16) !== "IHDR") {
       throw new ProviderError("PROVIDER_FAILURE", "the screenshot is not a PNG");
@@ -136,16 +100,21 @@ printf 'WINDOW_NAME=%s\\n' "$(xdotool getactivewindow getwindowname 2>/dev/null)
       activeWindow: title === "" ? null : title,
     };
   } finally {
-    await kitCommand(sandbox, `rm -f -- ${shellQuote(shot)}`, { timeoutMs: SCREEN_OP_MS }).catch(
-      () => undefined,
-    );
+    await machine.removeScratch(shot);
   }
 }
 
 /** A validated batch as one xdotool script (kernel/xdotool.ts); it prints `ok` per completed action. */
-export async function act(sandbox: Sandbox, index: number, actions: DesktopAction[]): Promise<ActResult> {
+export async function act(
+  machine: SandboxMachine,
+  index: number,
+  actions: DesktopAction[],
+): Promise<ActResult> {
   const { script, deadlineMs } = actionScript(actions);
-  const result = await kitCommand(sandbox, script, { timeoutMs: deadlineMs, env: { DISPLAY: `:${index}` } });
+  const result = await machine.exec(script, {
+    timeoutMs: deadlineMs,
+    env: screenEnv(machine.layout, index) ?? {},
+  });
   const completed = result.stdout.split("\n").filter((line) => line === "ok").length;
   const total = actions.length;
   if (completed === total && result.exitCode === 0) return { completed, total };

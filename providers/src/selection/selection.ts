@@ -7,6 +7,7 @@ import {
   type SandboxProvider,
   TEST_PROVIDER_KINDS,
 } from "../contract/index.ts";
+import { createDaytonaProvider } from "../daytona/index.ts";
 import { createDesktopProvider } from "../desktop/index.ts";
 import { createDockerProvider } from "../docker/index.ts";
 import { createE2bProvider } from "../e2b/index.ts";
@@ -24,6 +25,9 @@ export interface ProviderSettings {
   /** How long a computer may sit unused before Cubicle suspends it (SANDBOX_IDLE_MS). */
   readonly idleMs: number;
   readonly daytonaApiKey: string | undefined;
+  /** The Daytona SDK's own settings (DAYTONA_API_URL, DAYTONA_TARGET). */
+  readonly daytonaApiUrl: string | undefined;
+  readonly daytonaTarget: string | undefined;
   readonly boxApiKey: string | undefined;
   /** Extra host folders a `desktop` computer may touch besides its home. */
   readonly desktopAllowedRoots: readonly string[];
@@ -92,7 +96,7 @@ export function runsOnThisMachine(kind: ProviderKind): boolean {
  * engine, so that engine and the emulator's image must be there.
  */
 export function runsEmulatedDesktops(kind: ProviderKind): boolean {
-  return kind === "e2b-emulator";
+  return kind === "e2b-emulator" || kind === "daytona-emulator";
 }
 
 export function isTestKind(kind: ProviderKind): boolean {
@@ -171,9 +175,24 @@ export async function buildProvider(kind: ProviderKind, context: BuildContext): 
       });
       return Object.assign(provider, { shutdown: () => emulator.close() });
     }
-    case "daytona":
+    case "daytona": {
+      const { daytonaApiKey, daytonaApiUrl, daytonaTarget } = context.settings;
+      if (!daytonaApiKey) throw new Error("DAYTONA_API_KEY is required by the daytona provider");
+      return createDaytonaProvider({
+        connection: { apiKey: daytonaApiKey, apiUrl: daytonaApiUrl, target: daytonaTarget },
+      });
+    }
+    case "daytona-emulator": {
+      // the real daytona adapter pointed at a Daytona emulator on loopback, as for e2b-emulator
+      const { startDaytonaEmulator } = await import("@cubicle/emulators/daytona");
+      const emulator = await startDaytonaEmulator({ instance: emulatorInstance(context.dataDir) });
+      const provider = createDaytonaProvider({
+        kind,
+        connection: { apiKey: emulator.apiKey, apiUrl: emulator.apiUrl, target: emulator.target },
+      });
+      return Object.assign(provider, { shutdown: () => emulator.close() });
+    }
     case "box":
-    case "daytona-emulator":
     case "box-emulator":
       return createRefusingProvider(
         kind,

@@ -162,7 +162,7 @@ async function writingProfile(p: SandboxProvider, ref: MachineRef): Promise<bool
   }
 }
 
-/** Cases a backend may be excused from, each with the reason it cannot apply (see backends.test.ts). */
+/** Cases a backend may be excused from, each with the reason it cannot apply (see testing/backends/). */
 export type ConformanceException = "import-while-a-browser-writes" | "launch-starts-programs";
 
 /**

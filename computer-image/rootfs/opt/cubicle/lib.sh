@@ -1,16 +1,18 @@
-# Helpers shared by the /opt/cubicle scripts (sourced; POSIX sh). E2B sandboxes source them too
-# (providers/src/e2b/kit), with their own state folder and screen i on display :i.
+# Helpers shared by the /opt/cubicle scripts (sourced; POSIX sh). Vendors' sandboxes source them too
+# (providers/src/remote/kit), with their own state folder, display numbering and ports.
 RUN_DIR=${CUBICLE_RUN_DIR:-/run/cubicle}
 DISPLAY_BASE=${CUBICLE_DISPLAY_BASE:-1}
+# screen i serves view on PORT_BASE + 2i and control on PORT_BASE + 2i + 1
+PORT_BASE=${CUBICLE_PORT_BASE:-6080}
 
-# screen_vars <i>: sets SCREEN, DISPLAY_NUM (i+DISPLAY_BASE), VIEW_PORT (6080+2i), CONTROL_PORT
-# (6081+2i) and SCREEN_DIR ($RUN_DIR/screens/<i>); fails unless i is 0..7.
+# screen_vars <i>: sets SCREEN, DISPLAY_NUM (i+DISPLAY_BASE), VIEW_PORT (PORT_BASE+2i), CONTROL_PORT
+# (PORT_BASE+2i+1) and SCREEN_DIR ($RUN_DIR/screens/<i>); fails unless i is 0..7.
 screen_vars() {
   case "${1:-}" in [0-7]) ;; *) return 1 ;; esac
   SCREEN=$1
   DISPLAY_NUM=$(($1 + DISPLAY_BASE))
-  VIEW_PORT=$((6080 + 2 * $1))
-  CONTROL_PORT=$((6081 + 2 * $1))
+  VIEW_PORT=$((PORT_BASE + 2 * $1))
+  CONTROL_PORT=$((PORT_BASE + 1 + 2 * $1))
   SCREEN_DIR=$RUN_DIR/screens/$1
 }
 

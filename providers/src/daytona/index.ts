@@ -1,0 +1,206 @@
+import type { Sandbox } from "@daytonaio/sdk";
+import {
+  MAX_SCREENS,
+  type MachineRef,
+  ProviderError,
+  type SandboxProvider,
+  type ScreenTarget,
+} from "../contract/index.ts";
+import { validateActions } from "../kernel/actions.ts";
+import { checkControlPassword } from "../kernel/control-password.ts";
+import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
+import { homeRelativePath } from "../kernel/home-path.ts";
+import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
+import { runCommand } from "../remote/commands.ts";
+import { deleteFile, exportHome, importHome, listFiles, readFile, writeFile } from "../remote/files.ts";
+import { kitProgram, SandboxMachine } from "../remote/machine.ts";
+import * as screens from "../remote/screens.ts";
+import { type DaytonaConnection, missingMachine, Sandboxes, stoppedMachine } from "./sandboxes.ts";
+import {
+  actComputerUse,
+  computerUseSteps,
+  DAYTONA_LAYOUT,
+  observeComputerUse,
+  previewTarget,
+  startComputerUse,
+} from "./screens.ts";
+import { daytonaShell } from "./shell.ts";
+
+export type { DaytonaConnection } from "./sandboxes.ts";
+
+export interface DaytonaProviderOptions {
+  /** `daytona-emulator` when the connection leads to the loopback emulator: only the label differs. */
+  kind?: "daytona" | "daytona-emulator";
+  connection: DaytonaConnection;
+  faults?: FaultPlan;
+}
+
+/** The apps of Daytona's default sandbox; the browser wrapper keeps its profile in the home. */
+const DAYTONA_APPS: AppPrograms = {
+  browser: { program: kitProgram(DAYTONA_LAYOUT, "browser") },
+  terminal: { program: "xfce4-terminal" },
+};
+
+/**
+ * Computers as Daytona sandboxes, through the real `@daytonaio/sdk`. The sandbox id is the
+ * providerRef. The SDK is all this knows of Daytona: pointed elsewhere by its own settings (an
+ * emulator on loopback, say), it behaves the same.
+ */
+export function createDaytonaProvider({
+  kind = "daytona",
+  connection,
+  faults,
+}: DaytonaProviderOptions): SandboxProvider {
+  const sandboxes = new Sandboxes(connection);
+  const machineOf = (sandbox: Sandbox) =>
+    new SandboxMachine(sandbox.id, daytonaShell(sandbox), DAYTONA_LAYOUT);
+
+  /** The sandbox, whatever its state; MACHINE_MISSING when Daytona does not have it. */
+  async function existing(ref: MachineRef): Promise<Sandbox> {
+    const sandbox = ref.providerRef === null ? null : await sandboxes.get(ref.providerRef);
+    if (!sandbox) throw missingMachine(ref.providerRef);
+    return sandbox;
+  }
+
+  /** A started sandbox, or MACHINE_STOPPED / MACHINE_MISSING; its use is reported (once a minute). */
+  async function running(ref: MachineRef): Promise<Sandbox> {
+    const sandbox = await existing(ref);
+    if (sandbox.state !== "started") throw stoppedMachine();
+    if (sandboxes.activityDue(sandbox.id)) await sandboxes.reportActivity(sandbox);
+    return sandbox;
+  }
+  const machine = async (ref: MachineRef) => machineOf(await running(ref));
+
+  async function browsers(ref: MachineRef, verb: "settle" | "close"): Promise<void> {
+    // a stopped sandbox runs no browser
+    const sandbox = await existing(ref);
+    if (sandbox.state !== "started") return;
+    await machineOf(sandbox).browsers(verb);
+  }
+
+  /** The screen's view server (started as needed) and its target. */
+  async function openView(sandbox: Sandbox, index: number): Promise<ScreenTarget> {
+    const password = screens.viewPassword(connection.apiKey, sandbox.id, index);
+    const port = await screens.startView(machineOf(sandbox), index, password);
+    return previewTarget(sandbox, port, password);
+  }
+
+  const provider: SandboxProvider = {
+    kind,
+    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
+
+    async provision(ref) {
+      if (faults?.take("provision"))
+        throw new ProviderError("PROVIDER_FAILURE", "the sandbox did not come up");
+      const known = ref.providerRef === null ? null : await sandboxes.get(ref.providerRef);
+      const sandbox = known ?? (await sandboxes.create(ref));
+      try {
+        await sandboxes.start(sandbox);
+        // desktop processes do not survive a stop
+        await startComputerUse(sandbox);
+        await machineOf(sandbox).installKit();
+      } catch (error) {
+        // a new sandbox nobody can use would only cost money
+        if (!known) await sandboxes.delete(sandbox).catch(() => undefined);
+        throw error;
+      }
+      return { providerRef: sandbox.id, fresh: known === null };
+    },
+
+    async stop(ref) {
+      const sandbox = await existing(ref);
+      if (sandbox.state === "stopped" || sandbox.state === "archived") return;
+      // Chromium writes its whole profile only when it is closed; a stop would cut it mid-write
+      if (sandbox.state === "started") await machineOf(sandbox).browsers("close");
+      // the preview tokens the screens were opened with die with the stop: Daytona issues new ones
+      // at the next start, and Cubicle never stored the old ones
+      await sandboxes.stop(sandbox);
+    },
+
+    async destroy(ref) {
+      if (ref.providerRef === null) return;
+      const sandbox = await sandboxes.get(ref.providerRef);
+      if (sandbox) await sandboxes.delete(sandbox);
+    },
+
+    async status(ref) {
+      if (ref.providerRef === null) return "missing";
+      const state = await sandboxes.state(ref.providerRef);
+      return state === "started" ? "running" : state;
+    },
+
+    // called at every use of the computer (heartbeats included), so at most once a minute
+    async keepAlive(ref) {
+      if (ref.providerRef === null || !sandboxes.activityDue(ref.providerRef)) return;
+      const sandbox = await existing(ref);
+      if (sandbox.state === "started") await sandboxes.reportActivity(sandbox);
+    },
+
+    async openScreen(ref, index) {
+      screens.requireScreen(index);
+      return openView(await running(ref), index);
+    },
+
+    async openControl(ref, index, password) {
+      checkControlPassword(password);
+      screens.requireScreen(index);
+      const sandbox = await running(ref);
+      await openView(sandbox, index);
+      const port = await screens.startControl(machineOf(sandbox), index, password);
+      return previewTarget(sandbox, port, password);
+    },
+
+    async closeControl(ref, index) {
+      screens.requireScreen(index);
+      // a stopped sandbox runs no server: stopping took them down
+      const sandbox = await existing(ref);
+      if (sandbox.state !== "started") return;
+      await screens.closeControl(machineOf(sandbox), index);
+    },
+
+    async *run(ref, request) {
+      if (request.cwd !== undefined) homeRelativePath(request.cwd);
+      yield* runCommand(await machine(ref), request);
+    },
+
+    listFiles: async (ref, path) => listFiles(await machine(ref), path),
+    readFile: async (ref, path, { maxBytes }) => readFile(await machine(ref), path, maxBytes),
+    writeFile: async (ref, path, data, options) => writeFile(await machine(ref), path, data, options),
+    deleteFile: async (ref, path) => deleteFile(await machine(ref), path),
+
+    async exportHome(ref) {
+      const tar = await exportHome(await machine(ref));
+      return faults?.take("export") ? breakAfterFirstChunk(tar) : tar;
+    },
+
+    async importHome(ref, tar) {
+      const target = await machine(ref);
+      await importHome(target, faults?.take("import") ? truncateAfterFirstChunk(tar) : tar);
+    },
+
+    settleBrowsers: (ref) => browsers(ref, "settle"),
+    closeBrowsers: (ref) => browsers(ref, "close"),
+
+    async observe(ref, index) {
+      screens.requireScreen(index);
+      const sandbox = await running(ref);
+      await openView(sandbox, index);
+      // computer use sees only its own display
+      return index === 0 ? observeComputerUse(sandbox) : screens.observe(machineOf(sandbox), index);
+    },
+
+    async act(ref, index, actions) {
+      const batch = validateActions(actions);
+      screens.requireScreen(index);
+      const sandbox = await running(ref);
+      await openView(sandbox, index);
+      const steps = index === 0 ? computerUseSteps(batch) : null;
+      return steps ? actComputerUse(sandbox, batch, steps) : screens.act(machineOf(sandbox), index, batch);
+    },
+
+    screenEnv: (screen) => screens.screenEnv(DAYTONA_LAYOUT, screen),
+    launch: (ref, screen, request, options) =>
+      launchByCommand(provider, DAYTONA_APPS, ref, screen, request, options),
+  };
+  return provider;
+}
