@@ -61,14 +61,11 @@ describe("the none provider", () => {
 });
 
 describe("backends that are not built yet", () => {
-  it.each(["box", "box-emulator"] as const)(
-    "%s refuses provision with NOT_AVAILABLE_YET",
-    async (kind) => {
-      const provider = await buildProvider(kind, contextOf({ SANDBOX_PROVIDER: "none", NODE_ENV: "test" }));
-      expect(provider.kind).toBe(kind);
-      await expect(provider.provision(ref)).rejects.toMatchObject({ code: "NOT_AVAILABLE_YET" });
-    },
-  );
+  it.each(["box", "box-emulator"] as const)("%s refuses provision with NOT_AVAILABLE_YET", async (kind) => {
+    const provider = await buildProvider(kind, contextOf({ SANDBOX_PROVIDER: "none", NODE_ENV: "test" }));
+    expect(provider.kind).toBe(kind);
+    await expect(provider.provision(ref)).rejects.toMatchObject({ code: "NOT_AVAILABLE_YET" });
+  });
 });
 
 describe("test kinds", () => {
