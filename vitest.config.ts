@@ -31,8 +31,10 @@ export default defineConfig({
           name: "pglite",
           include: ["{db,api}/test/**/*.test.ts"],
           // *.postgres.test.ts: suites about several processes on one database server, and heavy
-          // suites on vendors' emulated sandboxes, run once, on the production dialect
-          exclude: ["**/*.postgres.test.ts"],
+          // suites on vendors' emulated sandboxes; *.docker.test.ts: suites about real Docker
+          // computers (their browsers and archives, not the SQL, are what they test). Each runs
+          // once, on the production dialect; every other api suite runs on both.
+          exclude: ["**/*.postgres.test.ts", "**/*.docker.test.ts"],
           env: { CUBICLE_TEST_DB: "pglite" },
         },
       },

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import type { Sandbox } from "@daytonaio/sdk";
+import { ProviderError } from "../contract/index.ts";
 import { shellQuote } from "../kernel/shell-quote.ts";
 import type { SandboxShell } from "../remote/shell.ts";
 import { vendorCall } from "./sandboxes.ts";
@@ -19,32 +20,55 @@ async function inSession<T>(sandbox: Sandbox, run: (sessionId: string) => Promis
 
 /**
  * The line a session runs: the command in its own bash, in its folder, with its variables (session
- * commands take neither) and no input, so nothing it does changes the session's shell.
+ * commands take neither) and no input, so nothing it does changes the session's shell. It runs in
+ * a process session of its own (`setsid --wait` passes its exit status on): deleting a Daytona
+ * session kills what the session started, and what a command leaves running (a screen's servers,
+ * a bot's daemon) must outlive it, as on every other backend.
  */
 function sessionLine(command: string, env: Record<string, string>, cwd: string): string {
   const assignments = Object.entries(env).map(([name, value]) => shellQuote(`${name}=${value}`));
-  return `cd -- ${shellQuote(cwd)} && env ${assignments.join(" ")} /bin/bash -c ${shellQuote(command)} </dev/null`;
+  return `cd -- ${shellQuote(cwd)} && env ${assignments.join(" ")} setsid --wait /bin/bash -c ${shellQuote(command)} </dev/null`;
 }
 
 /**
- * The remote machine's shell on one Daytona sandbox. Commands run as session commands, the one
- * documented way that keeps stdout and stderr apart (`executeCommand` merges them and holds the
- * whole output); a streamed one follows its logs over the toolbox's WebSocket as they are written.
+ * The remote machine's shell on one Daytona sandbox. A streamed command runs as a session command,
+ * the documented way that keeps stdout and stderr apart as they are written (followed over the
+ * toolbox's log WebSocket); a short helper is one `executeCommand`, its stderr set apart in the
+ * sandbox (executeCommand merges the two and holds the whole output, fine for small helpers).
  * Files travel through the toolbox's multipart file API, streamed both ways.
  */
 export function daytonaShell(sandbox: Sandbox): SandboxShell {
   return {
-    exec: (command, { timeoutMs, env, cwd }) =>
-      inSession(sandbox, async (sessionId) => {
-        const result = await vendorCall("running a helper in the sandbox", () =>
-          sandbox.process.executeSessionCommand(
-            sessionId,
-            { command: sessionLine(command, env, cwd), runAsync: false },
-            Math.ceil(timeoutMs / 1000),
-          ),
+    async exec(command, { timeoutMs, env, cwd }) {
+      // one call: executeCommand merges the streams, so stderr is kept in a file and printed after
+      // a line no output can contain
+      const mark = `cubicle-stderr-${randomUUID()}`;
+      const script = `err=$(mktemp) || exit 125
+/bin/bash -c ${shellQuote(command)} 2>"$err" </dev/null
+status=$?
+printf '\\n%s\\n' ${mark}
+cat -- "$err"; rm -f -- "$err"
+exit $status`;
+      const result = await vendorCall("running a helper in the sandbox", () =>
+        sandbox.process.executeCommand(
+          `/bin/bash -c ${shellQuote(script)}`,
+          cwd,
+          env,
+          Math.ceil(timeoutMs / 1000),
+        ),
+      );
+      const split = result.result.lastIndexOf(`\n${mark}\n`);
+      if (split < 0)
+        throw new ProviderError(
+          "PROVIDER_FAILURE",
+          `a helper in the sandbox ended early: ${result.result.slice(-300)}`,
         );
-        return { exitCode: result.exitCode ?? -1, stdout: result.stdout ?? "", stderr: result.stderr ?? "" };
-      }),
+      return {
+        exitCode: result.exitCode,
+        stdout: result.result.slice(0, split),
+        stderr: result.result.slice(split + mark.length + 2),
+      };
+    },
 
     stream: (command, { env, cwd, onStdout, onStderr }) =>
       inSession(sandbox, async (sessionId) => {

@@ -30,6 +30,9 @@ const killRunScript = (runId: string) => `for _ in 1 2 3 4 5 6 7 8 9 10; do
   sleep 0.1
 done`;
 
+/** How long a killed command's last output may take to arrive. */
+const OUTPUT_DRAIN_MS = 5_000;
+
 type Outcome =
   | { kind: "exit"; code: number }
   | { kind: "timeout" }
@@ -88,7 +91,7 @@ export async function* runCommand(
   const command = [machine.program("run"), String(maxOutputBytes + 1), request.command]
     .map(shellQuote)
     .join(" ");
-  void machine.shell
+  const streamed = machine.shell
     .stream(command, {
       cwd: cwd === "" ? machine.home : `${machine.home}/${cwd}`,
       env: { ...request.env, HOME: machine.home, [RUN_MARK]: runId },
@@ -117,6 +120,10 @@ export async function* runCommand(
         }
         if (ended.kind === "error") throw ended.error;
         await killRun(machine, runId);
+        // what the command printed before it was killed may still be on its way (a vendor's stream
+        // can lag the command): it ends once the killed command's output is delivered
+        await Promise.race([streamed, new Promise((resolve) => setTimeout(resolve, OUTPUT_DRAIN_MS))]);
+        while (queue.length > 0) yield queue.shift() as CommandEvent;
         yield ended.kind === "timeout"
           ? {
               type: "exit",
