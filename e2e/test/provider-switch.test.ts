@@ -38,8 +38,6 @@ let site: LoginSite;
 let t: TestApi;
 let w: World;
 const apis: TestApi[] = [];
-/** Machines the record no longer names once it moved (the Docker computer left behind). */
-const leftBehind: Awaited<ReturnType<typeof machineFor>>[] = [];
 const c = checkpointsOn(
   () => t,
   () => w,
@@ -65,7 +63,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await site?.close();
-  for (const machine of leftBehind) await machine.provider.destroy(machine.ref).catch(() => undefined);
   // every machine the records name: the Daytona sandbox
   for (const api of apis.reverse()) {
     for (const computer of await api.database.db.selectFrom("computers").selectAll().execute()) {
@@ -83,9 +80,14 @@ const sessions = () => new SessionClient({ client: w.people.owner.at(t.api.url) 
 const launchBrowser = async (s: OpenedSession, url: string) =>
   expectStatus(await sessions().tool(s, "POST", "/launch-app", { app: "browser", url }), 202);
 
-/** The operator changes one setting and restarts the api; /health shows the new provider. */
+/**
+ * The operator changes one setting and restarts the api; /health shows the new provider. The
+ * machine on the old provider is removed first, while that provider still runs (an emulator goes
+ * with its api): the switch never needs it, only the checkpoint.
+ */
 async function switchTo(kind: string, botComputerId: string): Promise<void> {
-  leftBehind.push(await machineFor(t, await c.computerRow(botComputerId)));
+  const old = await machineFor(t, await c.computerRow(botComputerId));
+  await old.provider.destroy(old.ref);
   await t.api.close();
   t = await startApiOn({ SANDBOX_PROVIDER: kind });
   const health = expectStatus(await t.client().get("/health"), 200).json;
