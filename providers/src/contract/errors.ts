@@ -41,3 +41,6 @@ export const outsideHome = () =>
   new ProviderError("PATH_OUTSIDE_HOME", "path is outside this computer's home");
 export const tooLarge = (maxBytes: number) =>
   new ProviderError("FILE_TOO_LARGE", `computer file exceeds ${maxBytes} bytes`);
+/** An operation that needs the machine running, on a stopped one. */
+export const machineStopped = () =>
+  new ProviderError("MACHINE_STOPPED", "the computer is stopped; provision it to resume");

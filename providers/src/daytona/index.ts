@@ -2,20 +2,19 @@ import type { Sandbox } from "@daytonaio/sdk";
 import {
   MAX_SCREENS,
   type MachineRef,
+  machineStopped,
   ProviderError,
   type SandboxProvider,
   type ScreenTarget,
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
-import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
-import { homeRelativePath } from "../kernel/home-path.ts";
+import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
-import { runCommand } from "../remote/commands.ts";
-import { deleteFile, exportHome, importHome, listFiles, readFile, writeFile } from "../remote/files.ts";
 import { kitProgram, SandboxMachine } from "../remote/machine.ts";
+import { sandboxOperations } from "../remote/operations.ts";
 import * as screens from "../remote/screens.ts";
-import { type DaytonaConnection, missingMachine, Sandboxes, stoppedMachine } from "./sandboxes.ts";
+import { type DaytonaConnection, missingMachine, Sandboxes } from "./sandboxes.ts";
 import {
   actComputerUse,
   computerUseSteps,
@@ -65,7 +64,7 @@ export function createDaytonaProvider({
   /** A started sandbox, or MACHINE_STOPPED / MACHINE_MISSING; its use is reported (once a minute). */
   async function running(ref: MachineRef): Promise<Sandbox> {
     const sandbox = await existing(ref);
-    if (sandbox.state !== "started") throw stoppedMachine();
+    if (sandbox.state !== "started") throw machineStopped();
     if (sandboxes.activityDue(sandbox.id)) await sandboxes.reportActivity(sandbox);
     return sandbox;
   }
@@ -158,25 +157,7 @@ export function createDaytonaProvider({
       await screens.closeControl(machineOf(sandbox), index);
     },
 
-    async *run(ref, request) {
-      if (request.cwd !== undefined) homeRelativePath(request.cwd);
-      yield* runCommand(await machine(ref), request);
-    },
-
-    listFiles: async (ref, path) => listFiles(await machine(ref), path),
-    readFile: async (ref, path, { maxBytes }) => readFile(await machine(ref), path, maxBytes),
-    writeFile: async (ref, path, data, options) => writeFile(await machine(ref), path, data, options),
-    deleteFile: async (ref, path) => deleteFile(await machine(ref), path),
-
-    async exportHome(ref) {
-      const tar = await exportHome(await machine(ref));
-      return faults?.take("export") ? breakAfterFirstChunk(tar) : tar;
-    },
-
-    async importHome(ref, tar) {
-      const target = await machine(ref);
-      await importHome(target, faults?.take("import") ? truncateAfterFirstChunk(tar) : tar);
-    },
+    ...sandboxOperations(machine, faults),
 
     settleBrowsers: (ref) => browsers(ref, "settle"),
     closeBrowsers: (ref) => browsers(ref, "close"),

@@ -7,7 +7,14 @@ import {
   DaytonaRateLimitError,
   type Sandbox,
 } from "@daytonaio/sdk";
-import { type MachineRef, ProviderError, SCREEN_HEIGHT, SCREEN_WIDTH } from "../contract/index.ts";
+import {
+  type MachineRef,
+  machineStopped,
+  ProviderError,
+  SCREEN_HEIGHT,
+  SCREEN_WIDTH,
+} from "../contract/index.ts";
+import { vendorCaller } from "../remote/vendor-call.ts";
 
 /** How the SDK reaches Daytona: its own knobs, nothing else (an emulator is reached the same way). */
 export interface DaytonaConnection {
@@ -139,21 +146,13 @@ export class Sandboxes {
 
 export const missingMachine = (sandboxId: string | null) =>
   new ProviderError("MACHINE_MISSING", `no Daytona sandbox ${sandboxId ?? "(none)"} for this home`);
-export const stoppedMachine = () =>
-  new ProviderError("MACHINE_STOPPED", "the computer is stopped; provision it to resume");
 
 /**
  * One call to Daytona with its failures in Cubicle's words: a refused key is PROVIDER_AUTH_FAILED
  * (the operator's to fix), a missing sandbox MACHINE_MISSING, a stopped one MACHINE_STOPPED,
  * anything else PROVIDER_FAILURE with what Daytona said. The SDK's messages name no key or token.
  */
-export async function vendorCall<T>(what: string, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    throw asProviderError(what, error);
-  }
-}
+export const vendorCall = vendorCaller(asProviderError);
 
 export function asProviderError(what: string, error: unknown): ProviderError {
   if (error instanceof ProviderError) return error;
@@ -166,7 +165,7 @@ export function asProviderError(what: string, error: unknown): ProviderError {
   }
   const said = error instanceof Error ? error.message : String(error);
   // Daytona's proxy refuses toolbox calls to a sandbox that is not running in these words
-  if (said.includes("Is the Sandbox started?")) return stoppedMachine();
+  if (said.includes("Is the Sandbox started?")) return machineStopped();
   if (error instanceof DaytonaProcessExecutionTimeoutError) {
     return new ProviderError("PROVIDER_FAILURE", `Daytona timed out while ${what}`, { cause: error });
   }

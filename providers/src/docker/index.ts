@@ -3,6 +3,7 @@ import {
   EXIT_ABORTED,
   MAX_SCREENS,
   type MachineRef,
+  machineStopped,
   OUTPUT_TRUNCATED_MARKER,
   ProviderError,
   type SandboxProvider,
@@ -43,7 +44,7 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
     if (!matches)
       throw new ProviderError("MACHINE_MISSING", `no machine ${ref.providerRef ?? "(none)"} for this home`);
     if (options.running && status.status !== "running") {
-      throw new ProviderError("MACHINE_STOPPED", "the computer is stopped; provision it to resume");
+      throw machineStopped();
     }
     return status;
   }

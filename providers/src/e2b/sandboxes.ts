@@ -1,6 +1,13 @@
 import { AuthenticationError, NotFoundError, RateLimitError, Sandbox } from "@e2b/desktop";
-import { type MachineRef, ProviderError, SCREEN_HEIGHT, SCREEN_WIDTH } from "../contract/index.ts";
+import {
+  type MachineRef,
+  machineStopped,
+  ProviderError,
+  SCREEN_HEIGHT,
+  SCREEN_WIDTH,
+} from "../contract/index.ts";
 import { ArchiveRefused } from "../kernel/home-archive.ts";
+import { vendorCaller } from "../remote/vendor-call.ts";
 
 /** How the SDK reaches E2B: its own knobs, nothing else (an emulator is reached the same way). */
 export interface E2bConnection {
@@ -108,7 +115,7 @@ export class Sandboxes {
   async running(sandboxId: string): Promise<Sandbox> {
     const state = await this.state(sandboxId);
     if (state === "missing") throw missingMachine(sandboxId);
-    if (state === "paused") throw stoppedMachine();
+    if (state === "paused") throw machineStopped();
     const sandbox = this.live.get(sandboxId) ?? (await this.connect(sandboxId));
     if (!sandbox) throw missingMachine(sandboxId);
     if (this.keepAliveDue(sandboxId)) await this.keepAlive(sandboxId);
@@ -151,8 +158,6 @@ export class Sandboxes {
 
 export const missingMachine = (sandboxId: string | null) =>
   new ProviderError("MACHINE_MISSING", `no E2B sandbox ${sandboxId ?? "(none)"} for this home`);
-export const stoppedMachine = () =>
-  new ProviderError("MACHINE_STOPPED", "the computer is stopped; provision it to resume");
 
 function isMissing(error: unknown): boolean {
   return (
@@ -165,13 +170,7 @@ function isMissing(error: unknown): boolean {
  * (the operator's to fix), a missing sandbox MACHINE_MISSING, anything else PROVIDER_FAILURE with
  * what E2B said. Nothing here can hold a secret: the SDK's messages name no key or token.
  */
-export async function vendorCall<T>(what: string, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    throw asProviderError(what, error);
-  }
-}
+export const vendorCall = vendorCaller(asProviderError);
 
 export function asProviderError(what: string, error: unknown): ProviderError {
   if (error instanceof ProviderError) return error;
