@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { cpus, totalmem } from "node:os";
 import { BadBody, readJsonObject, sendJson } from "../http/body.ts";
+import { type Route, serveRoutes } from "../http/routes.ts";
 import { MachineMissing } from "../machines/index.ts";
 import { DaytonaHttpError, errorBody, notFound } from "./errors.ts";
 import { previewUrl } from "./preview.ts";
@@ -28,9 +29,7 @@ export interface ControlPlane {
   origin: string;
 }
 
-type Handler = (plane: ControlPlane, req: IncomingMessage, match: string[]) => Promise<[number, unknown?]>;
-
-const ROUTES: Array<[method: string, path: RegExp, handler: Handler]> = [
+const ROUTES: Route<ControlPlane>[] = [
   ["POST", /^\/sandbox$/, createSandbox],
   ["GET", /^\/sandbox\/([^/]+)$/, async (plane, _req, [id]) => [200, dtoOf(plane, sandboxOf(plane, id))]],
   ["DELETE", /^\/sandbox\/([^/]+)$/, deleteSandbox],
@@ -52,28 +51,18 @@ export async function serveControlPlane(
   req: IncomingMessage,
   res: ServerResponse,
 ) {
-  for (const [method, pattern, handler] of ROUTES) {
-    const match = pattern.exec(path);
-    if (!match || req.method !== method) continue;
-    try {
-      const [status, body] = await handler(plane, req, match.slice(1));
-      if (body === undefined) res.writeHead(status).end();
-      else sendJson(res, status, body);
-    } catch (error) {
-      const answer =
-        error instanceof DaytonaHttpError
-          ? error
-          : error instanceof BadBody
-            ? new DaytonaHttpError(400, error.message, "BAD_REQUEST")
-            : error instanceof MachineMissing
-              ? notFound("Sandbox not found")
-              : new DaytonaHttpError(500, error instanceof Error ? error.message : String(error));
-      sendJson(res, answer.status, errorBody(answer, req));
-    }
-    return;
-  }
-  const missing = notFound(`Cannot ${req.method} /api${path}`);
-  sendJson(res, 404, errorBody(missing, req));
+  const served = await serveRoutes(ROUTES, plane, path, req, res, (error) => {
+    const answer =
+      error instanceof DaytonaHttpError
+        ? error
+        : error instanceof BadBody
+          ? new DaytonaHttpError(400, error.message, "BAD_REQUEST")
+          : error instanceof MachineMissing
+            ? notFound("Sandbox not found")
+            : new DaytonaHttpError(500, error instanceof Error ? error.message : String(error));
+    return [answer.status, errorBody(answer, req)];
+  });
+  if (!served) sendJson(res, 404, errorBody(notFound(`Cannot ${req.method} /api${path}`), req));
 }
 
 function sandboxOf(plane: ControlPlane, idOrName: string | undefined): Sandbox {

@@ -14,7 +14,7 @@ import {
   type Sandbox,
 } from "@daytonaio/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
+import { firstMessage } from "../testing/websocket.ts";
 import { type DaytonaEmulator, startDaytonaEmulator } from "./index.ts";
 
 const instance = `test-${randomUUID().slice(0, 8)}`;
@@ -44,21 +44,8 @@ async function download(path: string): Promise<Buffer> {
 }
 
 /** The first WebSocket message from the sandbox's noVNC (websockify) through the preview link. */
-function firstMessage(url: string, token: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(`${url.replace(/^http/, "ws")}/websockify`, {
-      headers: { "x-daytona-preview-token": token },
-    });
-    socket.once("message", (data: Buffer) => {
-      resolve(data.toString("latin1"));
-      socket.close();
-    });
-    socket.once("unexpected-response", (_request, response) =>
-      reject(new Error(`HTTP ${response.statusCode}`)),
-    );
-    socket.once("error", reject);
-  });
-}
+const previewGreeting = (url: string, token: string) =>
+  firstMessage(`${url.replace(/^http/, "ws")}/websockify`, { "x-daytona-preview-token": token });
 
 /** Width and height from a PNG's IHDR. */
 function pngSize(png: Buffer): { width: number; height: number } {
@@ -210,8 +197,8 @@ describe("Daytona emulator", () => {
   it("relays a preview link's WebSocket to noVNC with the token, and refuses it without", async () => {
     const link = await sandbox.getPreviewLink(6080);
     expect(link.url).toBe(`${emulator.apiUrl.replace(/\/api$/, "")}/preview/${sandbox.id}/6080`);
-    expect(await firstMessage(link.url, link.token)).toMatch(/^RFB 003\.00/);
-    await expect(firstMessage(link.url, "wrong")).rejects.toThrow("HTTP 401");
+    expect(await previewGreeting(link.url, link.token)).toMatch(/^RFB 003\.00/);
+    await expect(previewGreeting(link.url, "wrong")).rejects.toThrow("HTTP 401");
   });
 
   it("stops (toolbox refused, old token dead) and starts again (files kept, a new token)", async () => {
@@ -219,7 +206,7 @@ describe("Daytona emulator", () => {
     await sandbox.stop();
     expect(sandbox.state).toBe("stopped");
     await expect(sandbox.process.executeCommand("true")).rejects.toThrow("Is the Sandbox started?");
-    await expect(firstMessage(before.url, before.token)).rejects.toThrow(/HTTP 40/);
+    await expect(previewGreeting(before.url, before.token)).rejects.toThrow(/HTTP 40/);
     await sandbox.start();
     expect(sandbox.state).toBe("started");
     expect(sha256(await download("data/blob.bin"))).toBe(sha256(blob));
@@ -227,8 +214,8 @@ describe("Daytona emulator", () => {
     const after = await sandbox.getPreviewLink(6080);
     expect(after.token).not.toBe(before.token);
     await sandbox.computerUse.start();
-    await expect(firstMessage(after.url, before.token)).rejects.toThrow("HTTP 401");
-    expect(await firstMessage(after.url, after.token)).toMatch(/^RFB 003\.00/);
+    await expect(previewGreeting(after.url, before.token)).rejects.toThrow("HTTP 401");
+    expect(await previewGreeting(after.url, after.token)).toMatch(/^RFB 003\.00/);
   });
 
   it("deletes a sandbox, and a forgotten one is not found either", async () => {

@@ -4,9 +4,10 @@
  * and development only. See emulators/README.md.
  */
 import { randomBytes } from "node:crypto";
+import { shutDown } from "../http/server.ts";
 import { localEngine, Machines } from "../machines/index.ts";
 import { SandboxRegistry } from "./registry.ts";
-import { listen, shutDown } from "./server.ts";
+import { listen } from "./server.ts";
 
 export { DEFAULT_SNAPSHOT } from "./control-plane.ts";
 

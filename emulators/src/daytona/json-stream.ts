@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { StringDecoder } from "node:string_decoder";
+import { writePaced } from "../http/paced.ts";
 
 /**
  * An answer written as it is made (JSON, or a multipart body), so a command's output or a file of
@@ -35,15 +36,6 @@ export class JsonStream {
 
   private async write(text: string | Buffer): Promise<void> {
     if (this.res.destroyed) throw new Error("the client went away");
-    if (this.res.write(text)) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        this.res.off("drain", done);
-        this.res.off("close", done);
-        resolve();
-      };
-      this.res.on("drain", done);
-      this.res.on("close", done);
-    });
+    await writePaced(this.res, text);
   }
 }

@@ -3,10 +3,7 @@
  * starts again (same instance) adopts its sandboxes. Labels cannot change after creation, so what
  * changes is derived: the state from the container's, the preview token from its start time.
  */
-
-const EMULATOR_LABEL = "cubicle.emulator";
-const INSTANCE_LABEL = "cubicle.emulator.instance";
-const EMULATOR_KIND = "daytona";
+import { mapLabel } from "../machines/index.ts";
 
 const LABEL = {
   sandboxId: "cubicle.daytona.sandbox-id",
@@ -38,14 +35,8 @@ export interface SandboxRecord {
   secret: string;
 }
 
-/** The labels that find every container of one emulator instance. */
-export function instanceLabels(instance: string): Record<string, string> {
-  return { [EMULATOR_LABEL]: EMULATOR_KIND, [INSTANCE_LABEL]: instance };
-}
-
-export function labelsOf(instance: string, record: SandboxRecord): Record<string, string> {
+export function labelsOf(record: SandboxRecord): Record<string, string> {
   return {
-    ...instanceLabels(instance),
     [LABEL.sandboxId]: record.sandboxId,
     [LABEL.name]: record.name,
     [LABEL.labels]: JSON.stringify(record.labels),
@@ -57,16 +48,6 @@ export function labelsOf(instance: string, record: SandboxRecord): Record<string
     [LABEL.autoDeleteInterval]: String(record.autoDeleteInterval),
     [LABEL.secret]: record.secret,
   };
-}
-
-function stringMap(text: string | undefined): Record<string, string> {
-  try {
-    const parsed: unknown = JSON.parse(text ?? "{}");
-    if (typeof parsed === "object" && parsed !== null) return parsed as Record<string, string>;
-  } catch {
-    // a damaged label loses that map, not the sandbox
-  }
-  return {};
 }
 
 /** The record a container's labels hold; null when they are not a sandbox's. */
@@ -81,8 +62,8 @@ export function recordOf(labels: Record<string, string>): SandboxRecord | null {
   return {
     sandboxId,
     name: labels[LABEL.name] || sandboxId,
-    labels: stringMap(labels[LABEL.labels]),
-    env: stringMap(labels[LABEL.env]),
+    labels: mapLabel(labels[LABEL.labels]),
+    env: mapLabel(labels[LABEL.env]),
     public: labels[LABEL.public] === "true",
     target: labels[LABEL.target] ?? "",
     autoStopInterval: minutes(LABEL.autoStopInterval, 0),

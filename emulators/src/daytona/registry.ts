@@ -1,44 +1,35 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { MachineMissing, type Machines } from "../machines/index.ts";
-import { instanceLabels, labelsOf, recordOf, type SandboxRecord } from "./records.ts";
+import { type InstanceOptions, InstanceSandboxes, MachineMissing, type Machines } from "../machines/index.ts";
+import { labelsOf, recordOf, type SandboxRecord } from "./records.ts";
 import { Sandbox } from "./sandbox.ts";
 
 export type NewSandbox = Omit<SandboxRecord, "sandboxId" | "secret" | "name"> & { name?: string };
 
-export interface RegistryOptions {
-  instance: string;
-  image: string;
+export interface RegistryOptions extends InstanceOptions {
   log: (line: string) => void;
 }
-
-/** Browsers need more shared memory than Docker's default 64 MB. */
-const SHM_BYTES = 256 * 1024 * 1024;
 
 /**
  * The sandboxes of one emulator instance, each a container on the local engine. A lifecycle call
  * does its work before it answers, so the state the SDK reads next is already the container's;
  * meanwhile the sandbox shows Daytona's transitional state (creating, starting, stopping, …).
  */
-export class SandboxRegistry {
-  private readonly sandboxes = new Map<string, Sandbox>();
-
+export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
   constructor(
-    private readonly machines: Machines,
+    machines: Machines,
     private readonly options: RegistryOptions,
-  ) {}
+  ) {
+    super(machines, "daytona", options);
+  }
 
   /** By id, or by name as Daytona also allows. */
   get(idOrName: string): Sandbox | undefined {
     return this.sandboxes.get(idOrName) ?? this.list().find((sandbox) => sandbox.record.name === idOrName);
   }
 
-  list(): Sandbox[] {
-    return [...this.sandboxes.values()];
-  }
-
   /** Takes over the containers an earlier emulator of this instance left. */
   async adopt(): Promise<void> {
-    for (const machine of await this.machines.list(instanceLabels(this.options.instance))) {
+    for (const machine of await this.containers()) {
       const record = recordOf(machine.labels);
       if (!record || this.sandboxes.has(record.sandboxId)) continue;
       const now = await this.machines.inspect(machine.containerId);
@@ -73,13 +64,7 @@ export class SandboxRegistry {
     this.sandboxes.set(sandboxId, placeholder);
     let containerId: string;
     try {
-      containerId = await this.machines.create({
-        image: this.options.image,
-        name: `cubicle-daytona-${this.options.instance}-${sandboxId}`,
-        labels: labelsOf(this.options.instance, record),
-        env: record.env,
-        shmBytes: SHM_BYTES,
-      });
+      containerId = await this.createContainer(sandboxId, labelsOf(record), record.env);
     } catch (error) {
       this.sandboxes.delete(sandboxId);
       throw error;
@@ -162,12 +147,6 @@ export class SandboxRegistry {
     this.sandboxes.clear();
   }
 
-  /** Removes every container of this instance, including ones it never adopted. */
-  async removeAll(): Promise<void> {
-    const machines = await this.machines.list(instanceLabels(this.options.instance));
-    await Promise.all(machines.map((machine) => this.machines.remove(machine.containerId)));
-  }
-
   private async destroy(sandbox: Sandbox): Promise<void> {
     clearTimeout(sandbox.idleTimer);
     this.change(sandbox, "destroying");
@@ -181,11 +160,6 @@ export class SandboxRegistry {
   private change(sandbox: Sandbox, state: Sandbox["state"]): void {
     sandbox.state = state;
     sandbox.updatedAt = new Date();
-  }
-
-  /** A change to a sandbox deleted meanwhile finds it missing. */
-  private ensureKnown(sandbox: Sandbox): void {
-    if (this.sandboxes.get(sandbox.id) !== sandbox) throw new MachineMissing(sandbox.containerId);
   }
 
   /** Runs an engine change; a container found gone means the sandbox is gone. */

@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import type { ContainerProcess, Finished, Machines, ProcessSpec } from "../machines/index.ts";
+import { ContainerSandbox, type Finished, type Machines } from "../machines/index.ts";
 import type { SandboxRecord } from "./records.ts";
 import { Sessions } from "./sessions.ts";
 import { SANDBOX_USER } from "./user.ts";
@@ -14,13 +14,8 @@ export type SandboxState =
   | "destroying"
   | "destroyed";
 
-/** Something a client holds open into a sandbox; it is cut when the sandbox stops or goes away. */
-export interface Connection {
-  abort(): void;
-}
-
 /** One sandbox: its record (from its container's labels) and what the emulator does with it now. */
-export class Sandbox {
+export class Sandbox extends ContainerSandbox {
   state: SandboxState;
   /** The container's address on the bridge network, where preview traffic goes. */
   ip: string | null;
@@ -33,15 +28,14 @@ export class Sandbox {
   /** Stops the sandbox once it has been idle for autoStopInterval minutes. */
   idleTimer: NodeJS.Timeout | undefined;
   readonly sessions: Sessions;
-  private readonly connections = new Set<Connection>();
-  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly record: SandboxRecord,
-    readonly containerId: string,
-    private readonly machines: Machines,
+    containerId: string,
+    machines: Machines,
     now: { state: SandboxState; ip: string | null; startedAt: Date; createdAt: Date },
   ) {
+    super(containerId, machines);
     this.state = now.state;
     this.ip = now.ip;
     this.startedAt = now.startedAt;
@@ -65,17 +59,6 @@ export class Sandbox {
       .slice(0, 32);
   }
 
-  spawn(spec: ProcessSpec): Promise<ContainerProcess> {
-    return this.machines.spawn(this.containerId, spec);
-  }
-
-  run(
-    spec: Omit<ProcessSpec, "stdin">,
-    options?: { timeoutMs?: number; maxStdoutBytes?: number },
-  ): Promise<Finished> {
-    return this.machines.run(this.containerId, spec, options);
-  }
-
   /** Runs a shell script as the sandbox user, in their home, to its end. */
   script(
     script: string,
@@ -93,27 +76,9 @@ export class Sandbox {
     );
   }
 
-  signal(pid: number, signal: string): Promise<boolean> {
-    return this.machines.signal(this.containerId, pid, signal);
-  }
-
-  /** Keeps `connection` until the returned release is called, or the sandbox cuts it. */
-  hold(connection: Connection): () => void {
-    this.connections.add(connection);
-    return () => this.connections.delete(connection);
-  }
-
   /** Cuts every client connection and forgets the sessions, as a stop or delete does. */
   dropAll(): void {
-    for (const connection of this.connections) connection.abort();
-    this.connections.clear();
+    this.dropConnections();
     this.sessions.forget();
-  }
-
-  /** Runs lifecycle changes one at a time: a stop never races a start or a delete. */
-  exclusive<T>(change: () => Promise<T>): Promise<T> {
-    const result = this.queue.then(change, change);
-    this.queue = result.catch(() => undefined);
-    return result;
   }
 }

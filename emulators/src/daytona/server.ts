@@ -3,10 +3,10 @@
  * (`/toolbox`, the sandboxes' toolboxProxyUrl) and preview links (`/preview`).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { sendJson } from "../http/body.ts";
+import { listenOn } from "../http/server.ts";
 import { refuseUpgrade } from "../machines/index.ts";
 import { type ControlPlane, serveControlPlane } from "./control-plane.ts";
 import { authorized, errorBody, notFound, sendError, unauthorized } from "./errors.ts";
@@ -79,21 +79,6 @@ export async function listen(options: ServerOptions): Promise<{ server: Server; 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) =>
     upgrade(options, plane, sockets, req, socket, head),
   );
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  plane.origin = `http://${options.host}:${address.port}`;
+  plane.origin = await listenOn(server, options.host, options.port);
   return { server, url: plane.origin };
-}
-
-/** Stops listening and cuts every open connection (streams included). */
-export async function shutDown(server: Server): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeAllConnections();
-  await closed;
 }

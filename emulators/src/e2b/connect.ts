@@ -10,6 +10,7 @@
  *   (flag 0x02) holding `{}` or `{"error":{"code","message"}}`.
  */
 import type { ServerResponse } from "node:http";
+import { writePaced } from "../http/paced.ts";
 
 export type ConnectCode =
   | "canceled"
@@ -130,17 +131,7 @@ export class ServerStream {
   }
 
   async send(message: unknown): Promise<void> {
-    if (!this.open) return;
-    if (this.res.write(envelope(0, message))) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        this.res.off("drain", done);
-        this.res.off("close", done);
-        resolve();
-      };
-      this.res.on("drain", done);
-      this.res.on("close", done);
-    });
+    if (this.open) await writePaced(this.res, envelope(0, message));
   }
 
   /** Ends the stream, successfully or with `error` in the end-stream message. */

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { cpus, totalmem } from "node:os";
 import { BadBody, readJsonObject, sendJson } from "../http/body.ts";
+import { type Route, serveRoutes } from "../http/routes.ts";
 import { MachineMissing } from "../machines/index.ts";
 import type { NewSandbox, SandboxRegistry } from "./registry.ts";
 import type { Sandbox } from "./sandbox.ts";
@@ -33,9 +34,7 @@ export interface ControlPlane {
   registry: SandboxRegistry;
 }
 
-type Handler = (plane: ControlPlane, req: IncomingMessage, match: string[]) => Promise<[number, unknown?]>;
-
-const ROUTES: Array<[method: string, path: RegExp, handler: Handler]> = [
+const ROUTES: Route<ControlPlane>[] = [
   ["POST", /^\/v2\/sandboxes$/, createSandbox],
   ["GET", /^\/v2\/sandboxes$/, listSandboxes],
   ["POST", /^\/v2\/sandboxes\/([^/]+)\/connect$/, connectSandbox],
@@ -51,23 +50,12 @@ export async function serveControlPlane(plane: ControlPlane, req: IncomingMessag
     sendJson(res, 401, { code: 401, message: "Invalid API key" });
     return;
   }
-  for (const [method, path, handler] of ROUTES) {
-    const match = path.exec(url.pathname);
-    if (!match || req.method !== method) continue;
-    try {
-      const [status, body] = await handler(plane, req, match.slice(1));
-      if (body === undefined) res.writeHead(status).end();
-      else sendJson(res, status, body);
-    } catch (error) {
-      const status = error instanceof ApiError ? error.status : error instanceof BadBody ? 400 : 500;
-      sendJson(res, status, {
-        code: status,
-        message: error instanceof Error ? error.message : String(error),
-      });
-    }
-    return;
-  }
-  sendJson(res, 404, { code: 404, message: `${req.method} ${url.pathname} is not an E2B API route` });
+  const served = await serveRoutes(ROUTES, plane, url.pathname, req, res, (error) => {
+    const status = error instanceof ApiError ? error.status : error instanceof BadBody ? 400 : 500;
+    return [status, { code: status, message: error instanceof Error ? error.message : String(error) }];
+  });
+  if (!served)
+    sendJson(res, 404, { code: 404, message: `${req.method} ${url.pathname} is not an E2B API route` });
 }
 
 function sandboxOf(plane: ControlPlane, sandboxId: string | undefined): Sandbox {

@@ -15,7 +15,7 @@ import {
   TimeoutError,
 } from "@e2b/desktop";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
+import { firstMessage } from "../testing/websocket.ts";
 import { type E2bEmulator, startE2bEmulator } from "./index.ts";
 
 const instance = `test-${randomUUID().slice(0, 8)}`;
@@ -39,19 +39,8 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
 }
 
 /** The first WebSocket message from the sandbox's port 6080 (websockify), reached with `headers`. */
-function firstMessage(headers: Record<string, string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(`ws://127.0.0.1:${port()}/websockify`, { headers });
-    socket.once("message", (data: Buffer) => {
-      resolve(data.toString("latin1"));
-      socket.close();
-    });
-    socket.once("unexpected-response", (_request, response) =>
-      reject(new Error(`HTTP ${response.statusCode}`)),
-    );
-    socket.once("error", reject);
-  });
-}
+const portGreeting = (headers: Record<string, string>) =>
+  firstMessage(`ws://127.0.0.1:${port()}/websockify`, headers);
 
 function httpStatus(path: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -164,11 +153,11 @@ describe("the E2B emulator, driven by the unmodified @e2b/desktop SDK", () => {
     expect(token).not.toBe("");
     const byHost = { Host: `6080-${sandbox.sandboxId}.${emulator.domain}` };
     const byHeaders = { "E2b-Sandbox-Id": sandbox.sandboxId, "E2b-Sandbox-Port": "6080" };
-    expect(await firstMessage({ ...byHost, "e2b-traffic-access-token": token })).toMatch(/^RFB 003\.00\d\n$/);
-    expect(await firstMessage({ ...byHeaders, "e2b-traffic-access-token": token })).toMatch(
+    expect(await portGreeting({ ...byHost, "e2b-traffic-access-token": token })).toMatch(/^RFB 003\.00\d\n$/);
+    expect(await portGreeting({ ...byHeaders, "e2b-traffic-access-token": token })).toMatch(
       /^RFB 003\.00\d\n$/,
     );
-    await expect(firstMessage(byHeaders)).rejects.toThrow("HTTP 403");
+    await expect(portGreeting(byHeaders)).rejects.toThrow("HTTP 403");
     expect(await httpStatus("/vnc.html", { ...byHost, "e2b-traffic-access-token": token })).toBe(200);
     expect(await httpStatus("/vnc.html", byHost)).toBe(403);
     const nothingListens = { ...byHeaders, "E2b-Sandbox-Port": "6999", "e2b-traffic-access-token": token };

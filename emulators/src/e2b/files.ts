@@ -12,6 +12,7 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import busboy from "busboy";
 import { sendJson } from "../http/body.ts";
+import { writePaced } from "../http/paced.ts";
 import type { ContainerProcess } from "../machines/index.ts";
 import { ConnectError } from "./connect.ts";
 import { ENSURE_DIRS } from "./filesystem-service.ts";
@@ -123,17 +124,7 @@ async function copyStdout(process: ContainerProcess, sink: Writable): Promise<st
       continue;
     }
     if (sink.destroyed) break;
-    if (!sink.write(piece.data)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          sink.off("drain", done);
-          sink.off("close", done);
-          resolve();
-        };
-        sink.on("drain", done);
-        sink.on("close", done);
-      });
-    }
+    await writePaced(sink, piece.data);
   }
   return stderr.trim();
 }

@@ -3,10 +3,11 @@
  * with sandboxes that are real desktop containers on the local Docker engine. Test and development
  * only. See emulators/README.md.
  */
+import { shutDown } from "../http/server.ts";
 import { localEngine, Machines } from "../machines/index.ts";
 import { newToken } from "./ids.ts";
 import { SandboxRegistry } from "./registry.ts";
-import { listen, shutDown } from "./server.ts";
+import { listen } from "./server.ts";
 
 export { DESKTOP_TEMPLATE, ENVD_VERSION } from "./control-plane.ts";
 

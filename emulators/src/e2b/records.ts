@@ -3,10 +3,7 @@
  * starts again (same instance) adopts its sandboxes instead of losing them. Only the timeout's
  * deadline is kept in memory; adoption arms it afresh.
  */
-
-const EMULATOR_LABEL = "cubicle.emulator";
-const INSTANCE_LABEL = "cubicle.emulator.instance";
-const EMULATOR_KIND = "e2b";
+import { mapLabel } from "../machines/index.ts";
 
 const LABEL = {
   sandboxId: "cubicle.e2b.sandbox-id",
@@ -34,14 +31,8 @@ export interface SandboxRecord {
   timeoutSeconds: number;
 }
 
-/** The labels that find every container of one emulator instance. */
-export function instanceLabels(instance: string): Record<string, string> {
-  return { [EMULATOR_LABEL]: EMULATOR_KIND, [INSTANCE_LABEL]: instance };
-}
-
-export function labelsOf(instance: string, record: SandboxRecord): Record<string, string> {
+export function labelsOf(record: SandboxRecord): Record<string, string> {
   return {
-    ...instanceLabels(instance),
     [LABEL.sandboxId]: record.sandboxId,
     [LABEL.templateId]: record.templateId,
     [LABEL.metadata]: JSON.stringify(record.metadata),
@@ -59,17 +50,10 @@ export function recordOf(labels: Record<string, string>): SandboxRecord | null {
   const envdAccessToken = labels[LABEL.envdAccessToken];
   const timeoutSeconds = Number(labels[LABEL.timeoutSeconds]);
   if (!sandboxId || !envdAccessToken || !Number.isFinite(timeoutSeconds)) return null;
-  let metadata: Record<string, string> = {};
-  try {
-    const parsed: unknown = JSON.parse(labels[LABEL.metadata] ?? "{}");
-    if (typeof parsed === "object" && parsed !== null) metadata = parsed as Record<string, string>;
-  } catch {
-    // a damaged metadata label loses the metadata, not the sandbox
-  }
   return {
     sandboxId,
     templateId: labels[LABEL.templateId] ?? "desktop",
-    metadata,
+    metadata: mapLabel(labels[LABEL.metadata]),
     envdAccessToken,
     trafficAccessToken: labels[LABEL.trafficAccessToken] ?? null,
     autoPause: labels[LABEL.autoPause] === "true",

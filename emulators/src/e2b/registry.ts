@@ -1,6 +1,6 @@
-import { MachineMissing, type Machines } from "../machines/index.ts";
+import { type InstanceOptions, InstanceSandboxes, MachineMissing, type Machines } from "../machines/index.ts";
 import { newSandboxId, newToken } from "./ids.ts";
-import { instanceLabels, labelsOf, recordOf, type SandboxRecord } from "./records.ts";
+import { labelsOf, recordOf, type SandboxRecord } from "./records.ts";
 import { Sandbox } from "./sandbox.ts";
 
 export interface NewSandbox {
@@ -13,14 +13,10 @@ export interface NewSandbox {
   allowPublicTraffic: boolean;
 }
 
-export interface RegistryOptions {
-  instance: string;
-  image: string;
+export interface RegistryOptions extends InstanceOptions {
   log: (line: string) => void;
 }
 
-/** Browsers need more shared memory than Docker's default 64 MB. */
-const SHM_BYTES = 256 * 1024 * 1024;
 /** setTimeout's longest delay; longer deadlines are checked again when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -28,25 +24,21 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * The sandboxes of one emulator instance, each a container on the local engine. Lifecycle changes
  * of one sandbox run one at a time (Sandbox.exclusive).
  */
-export class SandboxRegistry {
-  private readonly sandboxes = new Map<string, Sandbox>();
-
+export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
   constructor(
-    private readonly machines: Machines,
+    machines: Machines,
     private readonly options: RegistryOptions,
-  ) {}
+  ) {
+    super(machines, "e2b", options);
+  }
 
   get(sandboxId: string): Sandbox | undefined {
     return this.sandboxes.get(sandboxId);
   }
 
-  list(): Sandbox[] {
-    return [...this.sandboxes.values()];
-  }
-
   /** Takes over the containers an earlier emulator of this instance left; running ones get a fresh deadline. */
   async adopt(): Promise<void> {
-    for (const machine of await this.machines.list(instanceLabels(this.options.instance))) {
+    for (const machine of await this.containers()) {
       const record = recordOf(machine.labels);
       if (!record || this.sandboxes.has(record.sandboxId)) continue;
       const { ip, state } = await this.machines.inspect(machine.containerId);
@@ -72,13 +64,7 @@ export class SandboxRegistry {
       autoPauseMemory: request.autoPauseMemory,
       timeoutSeconds: request.timeoutSeconds,
     };
-    const containerId = await this.machines.create({
-      image: this.options.image,
-      name: `cubicle-e2b-${this.options.instance}-${record.sandboxId}`,
-      labels: labelsOf(this.options.instance, record),
-      env: request.envVars,
-      shmBytes: SHM_BYTES,
-    });
+    const containerId = await this.createContainer(record.sandboxId, labelsOf(record), request.envVars);
     const { ip, createdAt } = await this.machines.inspect(containerId).catch(async (error) => {
       await this.machines.remove(containerId);
       throw error;
@@ -159,12 +145,6 @@ export class SandboxRegistry {
     this.sandboxes.clear();
   }
 
-  /** Removes every container of this instance, including ones it never adopted. */
-  async removeAll(): Promise<void> {
-    const machines = await this.machines.list(instanceLabels(this.options.instance));
-    await Promise.all(machines.map((machine) => this.machines.remove(machine.containerId)));
-  }
-
   private async pauseNow(sandbox: Sandbox, keepMemory: boolean): Promise<boolean> {
     this.ensureKnown(sandbox);
     if (sandbox.state === "paused") return false;
@@ -231,11 +211,6 @@ export class SandboxRegistry {
     } catch (error) {
       this.options.log(`the timeout of sandbox ${sandbox.id} failed: ${String(error)}`);
     }
-  }
-
-  /** A change to a sandbox that has been killed meanwhile finds it missing. */
-  private ensureKnown(sandbox: Sandbox): void {
-    if (this.sandboxes.get(sandbox.id) !== sandbox) throw new MachineMissing(sandbox.containerId);
   }
 
   /** Runs an engine change; a container found gone means the sandbox is gone. */

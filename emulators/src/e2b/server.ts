@@ -4,9 +4,9 @@
  * headers with another port).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { sendJson } from "../http/body.ts";
+import { listenOn } from "../http/server.ts";
 import { type ControlPlane, serveControlPlane } from "./control-plane.ts";
 import { ENVD_PORT, serveEnvd } from "./envd.ts";
 import { servePort, upgradePort } from "./ports.ts";
@@ -66,20 +66,5 @@ export async function listen(options: ServerOptions): Promise<{ server: Server; 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) =>
     upgrade(options, req, socket, head),
   );
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  return { server, url: `http://${options.host}:${address.port}` };
-}
-
-/** Stops listening and cuts every open connection (streams included). */
-export async function shutDown(server: Server): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeAllConnections();
-  await closed;
+  return { server, url: await listenOn(server, options.host, options.port) };
 }

@@ -1,0 +1,83 @@
+import type { ContainerSandbox } from "./container-sandbox.ts";
+import { MachineMissing } from "./engine.ts";
+import type { MachineInfo, Machines } from "./lifecycle.ts";
+
+const EMULATOR_LABEL = "cubicle.emulator";
+const INSTANCE_LABEL = "cubicle.emulator.instance";
+/** Browsers need more shared memory than Docker's default 64 MB. */
+const SHM_BYTES = 256 * 1024 * 1024;
+
+export interface InstanceOptions {
+  /** Names which containers are this emulator's; a new emulator with the same instance adopts them. */
+  instance: string;
+  /** The desktop image every sandbox of the emulator runs. */
+  image: string;
+}
+
+/**
+ * The sandboxes of one emulator instance, each a desktop container; a vendor's registry adds its
+ * lifecycle. The containers' labels tell them apart from other emulators' and other instances', so
+ * an emulator that starts again finds what an earlier one left.
+ */
+export class InstanceSandboxes<S extends ContainerSandbox & { readonly id: string }> {
+  protected readonly sandboxes = new Map<string, S>();
+  private readonly instanceLabels: Record<string, string>;
+  private readonly containerPrefix: string;
+  private readonly image: string;
+
+  constructor(
+    protected readonly machines: Machines,
+    kind: string,
+    options: InstanceOptions,
+  ) {
+    this.instanceLabels = { [EMULATOR_LABEL]: kind, [INSTANCE_LABEL]: options.instance };
+    this.containerPrefix = `cubicle-${kind}-${options.instance}-`;
+    this.image = options.image;
+  }
+
+  list(): S[] {
+    return [...this.sandboxes.values()];
+  }
+
+  /** Removes every container of the instance, including ones no sandbox was adopted from. */
+  async removeAll(): Promise<void> {
+    const machines = await this.containers();
+    await Promise.all(machines.map((machine) => this.machines.remove(machine.containerId)));
+  }
+
+  /** Every container of the instance, in any state. */
+  protected containers(): Promise<MachineInfo[]> {
+    return this.machines.list(this.instanceLabels);
+  }
+
+  /** Creates and starts the container of sandbox `sandboxId`, with the sandbox's own labels too. */
+  protected createContainer(
+    sandboxId: string,
+    labels: Record<string, string>,
+    env: Record<string, string>,
+  ): Promise<string> {
+    return this.machines.create({
+      image: this.image,
+      name: `${this.containerPrefix}${sandboxId}`,
+      labels: { ...this.instanceLabels, ...labels },
+      env,
+      shmBytes: SHM_BYTES,
+    });
+  }
+
+  /** A change to a sandbox deleted meanwhile finds it missing. */
+  protected ensureKnown(sandbox: S): void {
+    if (this.sandboxes.get(sandbox.id) !== sandbox) throw new MachineMissing(sandbox.containerId);
+  }
+}
+
+/** A string map kept as a JSON label; a damaged label loses the map, not the sandbox. */
+export function mapLabel(text: string | undefined): Record<string, string> {
+  try {
+    const parsed: unknown = JSON.parse(text ?? "{}");
+    if (typeof parsed === "object" && parsed !== null) return parsed as Record<string, string>;
+  } catch {
+    // the empty map below
+  }
+  return {};
+}
