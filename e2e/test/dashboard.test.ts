@@ -72,7 +72,7 @@ async function createBot(page: Page, bot: { name: string; mode: "Team" | "Privat
   if (bot.why) await page.getByLabel("Why it is private").fill(bot.why);
   await page.getByRole("button", { name: "Create bot" }).click();
   const list = page.getByRole("table", { name: "All bots" });
-  await expect.poll(() => list.getByText(bot.name, { exact: true }).count()).toBe(1);
+  await expect.poll(() => list.getByText(bot.name, { exact: true }).count(), { timeout: 15_000 }).toBe(1);
 }
 
 const mainScreen = (page: Page) => page.getByTestId("main-screen");
@@ -228,7 +228,10 @@ describe("dashboard on the real stack", () => {
           buffer: Buffer.from("for the night shift"),
         });
       await page.getByRole("button", { name: "Upload" }).click();
-      await expect.poll(() => visibleText(section(page, "Files").getByRole("table"))).toContain("notes.txt");
+      // the upload goes through the api and the supervisor into the computer
+      await expect
+        .poll(() => visibleText(section(page, "Files").getByRole("table")), { timeout: 15_000 })
+        .toContain("notes.txt");
 
       // a checkpoint, then restore it into the current computer
       const timeline = section(page, "Checkpoints");
@@ -282,7 +285,9 @@ describe("dashboard on the real stack", () => {
       await admin.page.getByLabel("Invite as").selectOption("viewer");
       await admin.page.getByRole("button", { name: "Invite", exact: true }).click();
       await expect
-        .poll(() => visibleText(admin.page.getByRole("table", { name: "Pending invitations" })))
+        .poll(() => visibleText(admin.page.getByRole("table", { name: "Pending invitations" })), {
+          timeout: 15_000,
+        })
         .toContain("vic@example.test");
       await screenshotBothThemes(admin.page, "members");
 
