@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { RunningProxy } from "@cubicle/proxy";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { machineFor } from "../../api/test/support/computers.ts";
 import { expectStatus, type RawResponse, type TestApi } from "../../api/test/support/harness.ts";
@@ -49,6 +49,9 @@ let proxy: RunningProxy;
 let browser: Browser;
 let novnc: NovncPage;
 let w: World;
+
+/** Where the journey is, said when it fails (a hang is otherwise only "timed out"). */
+let stage = "starting";
 
 /** Everything a browser or an api client was handed, to search for secrets at the end. */
 const seen: string[] = [];
@@ -156,6 +159,10 @@ function vendorAnswer(target: ScreenTarget): Promise<"open" | number | "error"> 
   });
 }
 
+afterEach(({ task }) => {
+  if (task.result?.state === "fail") console.error(`the journey failed while ${stage}`);
+});
+
 describe.each(VENDORS)("a Team Computer on $kind", (vendor) => {
   beforeAll(async () => {
     // the bots' sessions stay open for the whole journey without heartbeats (leases are not what
@@ -182,6 +189,7 @@ describe.each(VENDORS)("a Team Computer on $kind", (vendor) => {
     "runs two bots on screens 0 and 1, shows screen 1 live through the proxy, keeps view sockets inert, revokes control within a second, works again after a stop and a start, and shows no vendor secret",
     async () => {
       seen.length = 0;
+      stage = "using both screens, viewing and controlling screen 1";
       const owner = w.people.owner;
       const robot = new SessionClient({ client: owner }, w.workspaceId);
       const [first, second] = [
@@ -328,19 +336,26 @@ describe.each(VENDORS)("a Team Computer on $kind", (vendor) => {
       );
       await viewer.screenshot({ path: join(ARTIFACTS, `${vendor.kind}-team-view.png`) });
 
+      stage = "reading the targets before the stop";
       const beforeStop = await vendorSecrets(computer);
+      stage = "closing the pages";
       await viewer.close();
       await controller.close();
+      stage = "ending the sessions";
       for (const s of sessions) expectStatus(await robot.end(s, "success"), 200);
 
       // a stop and a start: the screens work again, with the vendor's secrets of the new start
       const computerPath = `/v1/workspaces/${w.workspaceId}/computers/${computer.id}`;
+      stage = "stopping the computer";
       expectStatus(keep(await owner.post(`${computerPath}/stop`)), 200);
+      stage = "starting the computer";
       expectStatus(keep(await owner.post(`${computerPath}/start`)), 200);
+      stage = "asking the vendor about an old target";
       expect(
         await vendorAnswer(beforeStop.targets[0] as ScreenTarget),
         "the vendor, to a target of the last start",
       ).toBe(vendor.oldTargetsRefused ? 401 : "open");
+      stage = "viewing screen 0 after the start";
       const again = await watchedPage();
       const screen0 = `/v1/workspaces/${w.workspaceId}/computers/${computer.id}/screens/0`;
       await openInPage(
