@@ -192,10 +192,8 @@ const KEYS: Record<string, string> = {
   control: "ctrl",
   alt: "alt",
   shift: "shift",
-  cmd: "super",
-  meta: "super",
-  win: "super",
-  super: "super",
+  // Daytona's cmd, and its other names for the key X calls super
+  ...Object.fromEntries(["cmd", "meta", "win", "super"].map((alias) => [alias, "super"])),
 };
 
 function keysym(key: string): string {
