@@ -2,7 +2,7 @@
 // its own process as in production — the dashboard, the api, the screen proxy and, when computers run
 // in local Docker, the supervisor — sharing the development secrets the api keeps under DATA_DIR.
 import { type ChildProcess, spawn } from "node:child_process";
-import { runsEmulatedDesktops, runsOnThisMachine, usesSupervisor } from "@cubicle/providers";
+import { emulatedVendor, runsOnThisMachine, usesSupervisor } from "@cubicle/providers";
 import { ConfigError, parseEnv } from "../api/src/config/env.ts";
 import { resolveSecrets } from "../api/src/config/secrets.ts";
 import {
@@ -102,11 +102,11 @@ if (
 
 // a vendor emulator (tests and development) runs inside the api; its sandboxes are desktops in the
 // local Docker engine, made from an image built here like the computer image
-if (runsEmulatedDesktops(api.sandbox.provider)) {
+const emulator = emulatedVendor(api.sandbox.provider);
+if (emulator) {
   await ensureDockerEngine();
   await ensureComputerImage();
-  if (api.sandbox.provider === "e2b-emulator") await ensureE2bDesktopImage();
-  else await ensureDaytonaDesktopImage();
+  await { e2b: ensureE2bDesktopImage, daytona: ensureDaytonaDesktopImage }[emulator]();
 }
 
 const apiHost = api.host === "0.0.0.0" ? "127.0.0.1" : api.host;

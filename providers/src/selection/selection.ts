@@ -88,15 +88,17 @@ export function usesSupervisor(kind: ProviderKind): boolean {
  * when the owner picks "this host"), so the machine needs those programs installed.
  */
 export function runsOnThisMachine(kind: ProviderKind): boolean {
-  return kind === "docker" || kind === "desktop" || runsEmulatedDesktops(kind);
+  return kind === "docker" || kind === "desktop" || emulatedVendor(kind) !== null;
 }
 
 /**
- * Whether this configuration's machines are a vendor emulator's desktops in the local Docker
- * engine, so that engine and the emulator's image must be there.
+ * The vendor emulator whose desktops in the local Docker engine this configuration's machines are
+ * (so that engine and the emulator's image must be there), or null.
  */
-export function runsEmulatedDesktops(kind: ProviderKind): boolean {
-  return kind === "e2b-emulator" || kind === "daytona-emulator";
+export function emulatedVendor(kind: ProviderKind): "e2b" | "daytona" | null {
+  if (kind === "e2b-emulator") return "e2b";
+  if (kind === "daytona-emulator") return "daytona";
+  return null;
 }
 
 export function isTestKind(kind: ProviderKind): boolean {
