@@ -10,7 +10,7 @@ import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { machineOfRecord } from "../src/computers/repository.ts";
 import { checkpointsOn } from "./support/checkpoints.ts";
-import { machineFor } from "./support/computers.ts";
+import { destroyMachines } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
 import { filesOf } from "./support/homes.ts";
 import { createBot, type OpenedSession, problem, SessionClient } from "./support/sessions.ts";
@@ -101,10 +101,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await site?.close();
   if (t) {
-    for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {
-      const { provider, ref } = await machineFor(t, computer);
-      await provider.destroy(ref).catch(() => undefined);
-    }
+    await destroyMachines(t);
     await t.close();
   }
   await supervisor?.stop();

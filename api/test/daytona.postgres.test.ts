@@ -1,7 +1,7 @@
 import { type DaytonaEmulator, startDaytonaEmulator } from "@cubicle/emulators/daytona";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkpointsOn } from "./support/checkpoints.ts";
-import { machineFor } from "./support/computers.ts";
+import { destroyMachines } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
 import { createBot, problem, SessionClient } from "./support/sessions.ts";
 import { until } from "./support/until.ts";
@@ -47,10 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (t) {
-    for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {
-      const { provider, ref } = await machineFor(t, computer);
-      await provider.destroy(ref).catch(() => undefined);
-    }
+    await destroyMachines(t);
     await t.close();
   }
   await emulator?.close({ removeSandboxes: true });

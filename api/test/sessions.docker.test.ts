@@ -1,7 +1,7 @@
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningApi, startApi } from "../src/server.ts";
-import { machineFor } from "./support/computers.ts";
+import { destroyMachines } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi, TestClient } from "./support/harness.ts";
 import { createBot, type OpenedSession, problem, SessionClient, sleep } from "./support/sessions.ts";
 import { buildWorld, type World } from "./support/world.ts";
@@ -41,11 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // Containers outlive the supervisor process: remove every one this file made.
   if (t) {
-    const computers = await t.database.db.selectFrom("computers").selectAll().execute();
-    for (const computer of computers) {
-      const { provider, ref } = await machineFor(t, computer);
-      await provider.destroy(ref).catch(() => undefined);
-    }
+    await destroyMachines(t);
     await t.close();
   }
   await supervisor?.close();

@@ -4,7 +4,7 @@ import type { RunningProxy } from "@cubicle/proxy";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { machineFor } from "../../api/test/support/computers.ts";
+import { destroyMachines, machineFor } from "../../api/test/support/computers.ts";
 import { expectStatus, type RawResponse, type TestApi } from "../../api/test/support/harness.ts";
 import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
 import { until } from "../../api/test/support/until.ts";
@@ -177,10 +177,7 @@ describe.each(VENDORS)("a Team Computer on $kind", (vendor) => {
   afterAll(async () => {
     await proxy?.close();
     if (t) {
-      for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {
-        const { provider, ref } = await machineFor(t, computer);
-        await provider.destroy(ref).catch(() => undefined);
-      }
+      await destroyMachines(t);
       await t.close();
     }
   }, SLOW);

@@ -53,3 +53,11 @@ export async function machineFor(t: TestApi, computer: Computer): Promise<Machin
   const provider = await t.api.deps.sandbox.current();
   return { provider, ref: machineRefOf(computer, provider) };
 }
+
+/** Removes the machine of every computer the api has a record of, best effort: a suite's cleanup. */
+export async function destroyMachines(t: TestApi): Promise<void> {
+  for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {
+    const { provider, ref } = await machineFor(t, computer);
+    await provider.destroy(ref).catch(() => undefined);
+  }
+}
