@@ -2,6 +2,7 @@
 // (unit, API on PGlite and on a real Postgres that the run starts and removes, the provider
 // suites on every backend including real Docker computers, end-to-end against the built dashboard).
 import {
+  ensureBoxDesktopImage,
   ensureComputerImage,
   ensureDaytonaDesktopImage,
   ensureDockerEngine,
@@ -19,5 +20,6 @@ await ensureDockerEngine();
 await ensureComputerImage();
 await ensureE2bDesktopImage();
 await ensureDaytonaDesktopImage();
+await ensureBoxDesktopImage();
 ensureWebBuilt();
 runOrExit("npx", ["vitest", "run", ...process.argv.slice(2)]);

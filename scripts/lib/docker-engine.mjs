@@ -3,10 +3,11 @@
 // ensureComputerImage(): builds cubicle-computer:latest from computer-image/, first building
 // debian:bookworm-slim air-gapped with debootstrap when no registry can be reached.
 // ensureE2bDesktopImage(): builds cubicle-e2b-desktop:latest (the E2B emulator's desktop) from
-// emulators/images/e2b-desktop/, on top of the computer image; ensureDaytonaDesktopImage() likewise
-// builds cubicle-daytona-desktop:latest (the Daytona emulator's) from
-// emulators/images/daytona-desktop/. They expect ensureSystemPackages() (system-packages.mjs) to
-// have installed docker.io and debootstrap.
+// emulators/images/e2b-desktop/, on top of the computer image; ensureDaytonaDesktopImage() and
+// ensureBoxDesktopImage() likewise build cubicle-daytona-desktop:latest and
+// cubicle-box-desktop:latest (the Daytona and Box emulators') from emulators/images/daytona-desktop/
+// and box-desktop/. They expect ensureSystemPackages() (system-packages.mjs) to have installed
+// docker.io and debootstrap.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +19,7 @@ export const BASE_IMAGE = "debian:bookworm-slim";
 export const COMPUTER_IMAGE = "cubicle-computer:latest";
 export const E2B_DESKTOP_IMAGE = "cubicle-e2b-desktop:latest";
 export const DAYTONA_DESKTOP_IMAGE = "cubicle-daytona-desktop:latest";
+export const BOX_DESKTOP_IMAGE = "cubicle-box-desktop:latest";
 const SOCKET = "unix:///var/run/docker.sock";
 const SUITE = "bookworm";
 
@@ -165,48 +167,35 @@ export async function ensureComputerImage() {
 }
 
 /**
- * Builds cubicle-e2b-desktop:latest, E2B's desktop template for the E2B emulator. It is built FROM
- * the computer image (call ensureComputerImage() first), so its layers are shared and the build
- * needs no registry.
+ * Builds one emulator's desktop image (a vendor's template reproduced) from its folder under
+ * emulators/images/. It is built FROM the computer image (call ensureComputerImage() first), so its
+ * layers are shared and the build needs no registry.
  */
-export async function ensureE2bDesktopImage() {
+async function ensureEmulatorImage(image, folder) {
   const started = Date.now();
-  const context = "emulators/images/e2b-desktop";
-  console.log(`Building ${E2B_DESKTOP_IMAGE}`);
+  const context = `emulators/images/${folder}`;
+  console.log(`Building ${image}`);
   runOrExit("docker", [
     "build",
     "--network",
     "host",
     "-t",
-    E2B_DESKTOP_IMAGE,
+    image,
     "--label",
     `cubicle.image.version=${imageVersion(context)}`,
     context,
   ]);
-  console.log(`Built ${E2B_DESKTOP_IMAGE} (${seconds(started)})`);
+  console.log(`Built ${image} (${seconds(started)})`);
 }
 
-/**
- * Builds cubicle-daytona-desktop:latest, Daytona's default sandbox for the Daytona emulator. It is
- * built FROM the computer image (call ensureComputerImage() first), so its layers are shared and
- * the build needs no registry.
- */
-export async function ensureDaytonaDesktopImage() {
-  const started = Date.now();
-  const context = "emulators/images/daytona-desktop";
-  console.log(`Building ${DAYTONA_DESKTOP_IMAGE}`);
-  runOrExit("docker", [
-    "build",
-    "--network",
-    "host",
-    "-t",
-    DAYTONA_DESKTOP_IMAGE,
-    "--label",
-    `cubicle.image.version=${imageVersion(context)}`,
-    context,
-  ]);
-  console.log(`Built ${DAYTONA_DESKTOP_IMAGE} (${seconds(started)})`);
-}
+/** Builds cubicle-e2b-desktop:latest, E2B's desktop template for the E2B emulator. */
+export const ensureE2bDesktopImage = () => ensureEmulatorImage(E2B_DESKTOP_IMAGE, "e2b-desktop");
+
+/** Builds cubicle-daytona-desktop:latest, Daytona's default sandbox for the Daytona emulator. */
+export const ensureDaytonaDesktopImage = () => ensureEmulatorImage(DAYTONA_DESKTOP_IMAGE, "daytona-desktop");
+
+/** Builds cubicle-box-desktop:latest, Box's sandbox template for the Box emulator. */
+export const ensureBoxDesktopImage = () => ensureEmulatorImage(BOX_DESKTOP_IMAGE, "box-desktop");
 
 /** A content hash of an image's sources (its Dockerfile and rootfs/, if any), recorded as an image label. */
 function imageVersion(context) {

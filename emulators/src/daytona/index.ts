@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { shutDown } from "../http/server.ts";
-import { localEngine, Machines } from "../machines/index.ts";
+import { type EmulatorOptions, instanceOf, localEngine, Machines } from "../machines/index.ts";
 import { SandboxRegistry } from "./registry.ts";
 import { listen } from "./server.ts";
 
@@ -33,32 +33,16 @@ export interface DaytonaEmulator {
   close(options?: { removeSandboxes?: boolean }): Promise<void>;
 }
 
-export interface DaytonaEmulatorOptions {
-  /** Default: random. */
-  apiKey?: string;
-  /** Default 127.0.0.1. */
-  host?: string;
-  /** Default: ephemeral. */
-  port?: number;
-  /**
-   * Names which containers are this emulator's (default "default"). A new emulator with the same
-   * instance adopts them, so its sandboxes outlive a restart.
-   */
-  instance?: string;
-  /** Default DAYTONA_DESKTOP_IMAGE. */
-  image?: string;
+/** The image is DAYTONA_DESKTOP_IMAGE unless told another. */
+export interface DaytonaEmulatorOptions extends EmulatorOptions {
   /** Default DAYTONA_EMULATOR_TARGET. */
   target?: string;
-  log?: (line: string) => void;
 }
 
 export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {}): Promise<DaytonaEmulator> {
-  const log = options.log ?? (() => undefined);
-  const registry = new SandboxRegistry(new Machines(localEngine()), {
-    instance: options.instance ?? "default",
-    image: options.image ?? DAYTONA_DESKTOP_IMAGE,
-    log,
-  });
+  const instance = instanceOf(options, DAYTONA_DESKTOP_IMAGE);
+  const { log } = instance;
+  const registry = new SandboxRegistry(new Machines(localEngine()), instance);
   await registry.adopt();
   const apiKey = options.apiKey ?? `dtn_${randomBytes(24).toString("hex")}`;
   const target = options.target ?? DAYTONA_EMULATOR_TARGET;

@@ -5,25 +5,18 @@ import { Sandbox } from "./sandbox.ts";
 
 export type NewSandbox = Omit<SandboxRecord, "sandboxId" | "secret" | "name"> & { name?: string };
 
-export interface RegistryOptions extends InstanceOptions {
-  log: (line: string) => void;
-}
-
 /**
  * The sandboxes of one emulator instance, each a container on the local engine. A lifecycle call
  * does its work before it answers, so the state the SDK reads next is already the container's;
  * meanwhile the sandbox shows Daytona's transitional state (creating, starting, stopping, …).
  */
 export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
-  constructor(
-    machines: Machines,
-    private readonly options: RegistryOptions,
-  ) {
+  constructor(machines: Machines, options: InstanceOptions) {
     super(machines, "daytona", options);
   }
 
   /** By id, or by name as Daytona also allows. */
-  get(idOrName: string): Sandbox | undefined {
+  override get(idOrName: string): Sandbox | undefined {
     return this.sandboxes.get(idOrName) ?? this.list().find((sandbox) => sandbox.record.name === idOrName);
   }
 
@@ -42,7 +35,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       });
       this.sandboxes.set(record.sandboxId, sandbox);
       this.touch(sandbox);
-      this.options.log(`adopted sandbox ${record.sandboxId} (${sandbox.state})`);
+      this.log(`adopted sandbox ${record.sandboxId} (${sandbox.state})`);
     }
   }
 
@@ -77,7 +70,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
     const sandbox = new Sandbox(record, containerId, this.machines, { ...now, state: "started" });
     this.sandboxes.set(sandboxId, sandbox);
     this.touch(sandbox);
-    this.options.log(`created sandbox ${sandboxId} (container ${containerId.slice(0, 12)})`);
+    this.log(`created sandbox ${sandboxId} (container ${containerId.slice(0, 12)})`);
     return sandbox;
   }
 
@@ -95,7 +88,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       });
       this.change(sandbox, "started");
       this.touch(sandbox);
-      this.options.log(`started sandbox ${sandbox.id}`);
+      this.log(`started sandbox ${sandbox.id}`);
     });
   }
 
@@ -110,7 +103,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       sandbox.dropAll();
       await this.guard(sandbox, () => this.machines.stop(sandbox.containerId));
       this.change(sandbox, "stopped");
-      this.options.log(`stopped sandbox ${sandbox.id}`);
+      this.log(`stopped sandbox ${sandbox.id}`);
       if (sandbox.record.autoDeleteInterval === 0) await this.destroy(sandbox);
     });
   }
@@ -130,8 +123,8 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
     if (sandbox.state !== "started" || sandbox.autoStopInterval <= 0) return;
     sandbox.idleTimer = setTimeout(
       () => {
-        this.options.log(`sandbox ${sandbox.id} was idle for ${sandbox.autoStopInterval} min`);
-        this.stop(sandbox).catch((error) => this.options.log(`auto-stop failed: ${String(error)}`));
+        this.log(`sandbox ${sandbox.id} was idle for ${sandbox.autoStopInterval} min`);
+        this.stop(sandbox).catch((error) => this.log(`auto-stop failed: ${String(error)}`));
       },
       Math.min(sandbox.autoStopInterval * 60_000, 2 ** 31 - 1),
     );
@@ -154,7 +147,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
     await this.machines.remove(sandbox.containerId);
     this.change(sandbox, "destroyed");
     this.sandboxes.delete(sandbox.id);
-    this.options.log(`deleted sandbox ${sandbox.id}`);
+    this.log(`deleted sandbox ${sandbox.id}`);
   }
 
   private change(sandbox: Sandbox, state: Sandbox["state"]): void {

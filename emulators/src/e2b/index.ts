@@ -4,7 +4,7 @@
  * only. See emulators/README.md.
  */
 import { shutDown } from "../http/server.ts";
-import { localEngine, Machines } from "../machines/index.ts";
+import { type EmulatorOptions, instanceOf, localEngine, Machines } from "../machines/index.ts";
 import { newToken } from "./ids.ts";
 import { SandboxRegistry } from "./registry.ts";
 import { listen } from "./server.ts";
@@ -39,31 +39,13 @@ export interface E2bEmulator {
   close(options?: { removeSandboxes?: boolean }): Promise<void>;
 }
 
-export interface E2bEmulatorOptions {
-  /** Default: random. */
-  apiKey?: string;
-  /** Default 127.0.0.1. */
-  host?: string;
-  /** Default: ephemeral. */
-  port?: number;
-  /**
-   * Names which containers are this emulator's (default "default"). A new emulator with the same
-   * instance adopts them, so its sandboxes outlive a restart.
-   */
-  instance?: string;
-  /** Default E2B_DESKTOP_IMAGE. */
-  image?: string;
-  log?: (line: string) => void;
-}
+/** The image is E2B_DESKTOP_IMAGE unless told another. */
+export type E2bEmulatorOptions = EmulatorOptions;
 
 export async function startE2bEmulator(options: E2bEmulatorOptions = {}): Promise<E2bEmulator> {
-  const log = options.log ?? (() => undefined);
-  const machines = new Machines(localEngine());
-  const registry = new SandboxRegistry(machines, {
-    instance: options.instance ?? "default",
-    image: options.image ?? E2B_DESKTOP_IMAGE,
-    log,
-  });
+  const instance = instanceOf(options, E2B_DESKTOP_IMAGE);
+  const { log } = instance;
+  const registry = new SandboxRegistry(new Machines(localEngine()), instance);
   await registry.adopt();
   const apiKey = options.apiKey ?? `e2b_${newToken()}`;
   const { server, url } = await listen({

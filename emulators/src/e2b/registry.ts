@@ -13,10 +13,6 @@ export interface NewSandbox {
   allowPublicTraffic: boolean;
 }
 
-export interface RegistryOptions extends InstanceOptions {
-  log: (line: string) => void;
-}
-
 /** setTimeout's longest delay; longer deadlines are checked again when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -25,15 +21,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * of one sandbox run one at a time (Sandbox.exclusive).
  */
 export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
-  constructor(
-    machines: Machines,
-    private readonly options: RegistryOptions,
-  ) {
+  constructor(machines: Machines, options: InstanceOptions) {
     super(machines, "e2b", options);
-  }
-
-  get(sandboxId: string): Sandbox | undefined {
-    return this.sandboxes.get(sandboxId);
   }
 
   /** Takes over the containers an earlier emulator of this instance left; running ones get a fresh deadline. */
@@ -49,7 +38,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       });
       this.sandboxes.set(record.sandboxId, sandbox);
       if (sandbox.state === "running") this.arm(sandbox, record.timeoutSeconds);
-      this.options.log(`adopted sandbox ${record.sandboxId} (${sandbox.state})`);
+      this.log(`adopted sandbox ${record.sandboxId} (${sandbox.state})`);
     }
   }
 
@@ -76,7 +65,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
     });
     this.sandboxes.set(record.sandboxId, sandbox);
     this.arm(sandbox, request.timeoutSeconds);
-    this.options.log(`created sandbox ${record.sandboxId} (container ${containerId.slice(0, 12)})`);
+    this.log(`created sandbox ${record.sandboxId} (container ${containerId.slice(0, 12)})`);
     return sandbox;
   }
 
@@ -107,7 +96,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       });
       sandbox.machineState = "running";
       this.arm(sandbox, timeoutSeconds);
-      this.options.log(`resumed sandbox ${sandbox.id}`);
+      this.log(`resumed sandbox ${sandbox.id}`);
       return "resumed";
     });
   }
@@ -123,7 +112,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       this.ensureKnown(sandbox);
       this.drop(sandbox);
       await this.machines.remove(sandbox.containerId);
-      this.options.log(`killed sandbox ${sandbox.id}`);
+      this.log(`killed sandbox ${sandbox.id}`);
     });
   }
 
@@ -167,7 +156,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       this.arm(sandbox, sandbox.record.timeoutSeconds);
       throw error;
     }
-    this.options.log(`paused sandbox ${sandbox.id}${keepMemory ? "" : " (disk only)"}`);
+    this.log(`paused sandbox ${sandbox.id}${keepMemory ? "" : " (disk only)"}`);
     return true;
   }
 
@@ -200,7 +189,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
           this.schedule(sandbox);
           return;
         }
-        this.options.log(`sandbox ${sandbox.id} timed out`);
+        this.log(`sandbox ${sandbox.id} timed out`);
         if (sandbox.record.autoPause) {
           await this.pauseNow(sandbox, sandbox.record.autoPauseMemory);
         } else {
@@ -209,7 +198,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
         }
       });
     } catch (error) {
-      this.options.log(`the timeout of sandbox ${sandbox.id} failed: ${String(error)}`);
+      this.log(`the timeout of sandbox ${sandbox.id} failed: ${String(error)}`);
     }
   }
 

@@ -11,6 +11,14 @@ export class BadBody extends Error {
   }
 }
 
+/** The request's body is larger than the route takes. */
+export class BodyTooLarge extends BadBody {
+  constructor(maxBytes: number) {
+    super(`the request body is larger than ${maxBytes} bytes`);
+    this.name = "BodyTooLarge";
+  }
+}
+
 /** The whole body, refused past `maxBytes`. */
 export async function readBody(req: IncomingMessage, maxBytes = MAX_JSON_BODY): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -18,7 +26,7 @@ export async function readBody(req: IncomingMessage, maxBytes = MAX_JSON_BODY): 
   try {
     for await (const chunk of req as AsyncIterable<Buffer>) {
       length += chunk.length;
-      if (length > maxBytes) throw new BadBody(`the request body is larger than ${maxBytes} bytes`);
+      if (length > maxBytes) throw new BodyTooLarge(maxBytes);
       chunks.push(chunk);
     }
   } catch (error) {
@@ -33,7 +41,8 @@ export async function readJsonObject(req: IncomingMessage): Promise<Record<strin
   return parseJsonObject(await readBody(req));
 }
 
-function parseJsonObject(bytes: Buffer): Record<string, unknown> {
+/** `bytes` parsed as a JSON object; no bytes are `{}`. */
+export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   if (bytes.length === 0) return {};
   let value: unknown;
   try {

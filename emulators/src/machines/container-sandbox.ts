@@ -18,7 +18,7 @@ export class ContainerSandbox {
 
   constructor(
     readonly containerId: string,
-    private readonly machines: Machines,
+    protected readonly machines: Machines,
   ) {}
 
   /** Starts a process in the sandbox's container. */

@@ -7,11 +7,39 @@ const INSTANCE_LABEL = "cubicle.emulator.instance";
 /** Browsers need more shared memory than Docker's default 64 MB. */
 const SHM_BYTES = 256 * 1024 * 1024;
 
+/** What every emulator is started with; a vendor's options add its own. */
+export interface EmulatorOptions {
+  /** Default: random, in the vendor's key format. */
+  apiKey?: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default: ephemeral. */
+  port?: number;
+  /**
+   * Names which containers are this emulator's (default "default"). A new emulator with the same
+   * instance adopts them, so its sandboxes outlive a restart.
+   */
+  instance?: string;
+  /** Default: the vendor's desktop image. */
+  image?: string;
+  log?: (line: string) => void;
+}
+
 export interface InstanceOptions {
   /** Names which containers are this emulator's; a new emulator with the same instance adopts them. */
   instance: string;
   /** The desktop image every sandbox of the emulator runs. */
   image: string;
+  log: (line: string) => void;
+}
+
+/** The instance an emulator started with `options` keeps: its name, its image (`image` unless told), its log. */
+export function instanceOf(options: EmulatorOptions, image: string): InstanceOptions {
+  return {
+    instance: options.instance ?? "default",
+    image: options.image ?? image,
+    log: options.log ?? (() => undefined),
+  };
 }
 
 /**
@@ -24,6 +52,7 @@ export class InstanceSandboxes<S extends ContainerSandbox & { readonly id: strin
   private readonly instanceLabels: Record<string, string>;
   private readonly containerPrefix: string;
   private readonly image: string;
+  protected readonly log: (line: string) => void;
 
   constructor(
     protected readonly machines: Machines,
@@ -33,6 +62,11 @@ export class InstanceSandboxes<S extends ContainerSandbox & { readonly id: strin
     this.instanceLabels = { [EMULATOR_LABEL]: kind, [INSTANCE_LABEL]: options.instance };
     this.containerPrefix = `cubicle-${kind}-${options.instance}-`;
     this.image = options.image;
+    this.log = options.log;
+  }
+
+  get(sandboxId: string): S | undefined {
+    return this.sandboxes.get(sandboxId);
   }
 
   list(): S[] {

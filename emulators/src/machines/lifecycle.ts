@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { firstFileOf, tarOfFile } from "./archive.ts";
 import { bounded, engineStatus, MachineMissing, machineError } from "./engine.ts";
 import { type ContainerProcess, type ProcessSpec, spawnProcess } from "./exec.ts";
 import { type Finished, runToEnd, signalProcess } from "./run.ts";
@@ -133,6 +134,41 @@ export class Machines {
       if (!(machineError(containerId, error) instanceof MachineMissing)) throw error;
     }
     this.gates.delete(containerId);
+  }
+
+  /**
+   * Writes a small root-only file (its folder made, mode 0700) into the container, whatever its
+   * state: what an emulator keeps on a sandbox that changes, where labels cannot.
+   */
+  async putFile(containerId: string, path: string, data: Buffer): Promise<void> {
+    const tar = tarOfFile(path, data, 0o600);
+    await this.call(containerId, (container) =>
+      bounded((options) => container.putArchive(tar, { path: "/", ...options })),
+    );
+  }
+
+  /** A small file of the container (up to `maxBytes`), whatever its state; null when it is not there. */
+  async getFile(containerId: string, path: string, maxBytes = 1024 * 1024): Promise<Buffer | null> {
+    let tar: Buffer;
+    try {
+      tar = await bounded(async (options) => {
+        const stream = await this.container(containerId).getArchive({ path, ...options });
+        const chunks: Buffer[] = [];
+        let length = 0;
+        for await (const chunk of stream as AsyncIterable<Buffer>) {
+          length += chunk.length;
+          if (length > maxBytes + 64 * 1024) throw new Error(`${path} is larger than ${maxBytes} bytes`);
+          chunks.push(chunk);
+        }
+        return Buffer.concat(chunks);
+      });
+    } catch (error) {
+      const failure = machineError(containerId, error);
+      // the engine's 404 is the file's as much as the container's
+      if (failure instanceof MachineMissing) return null;
+      throw failure;
+    }
+    return firstFileOf(tar);
   }
 
   /** Starts a process in the container; its output streams as it is read. */

@@ -9,7 +9,7 @@ import type { Duplex } from "node:stream";
 import { sendJson } from "../http/body.ts";
 
 /** How long reaching the port may take before the relay answers 502. */
-const CONNECT_TIMEOUT_MS = 10_000;
+export const CONNECT_TIMEOUT_MS = 10_000;
 /** Headers that belong to this hop, not to the container's server. */
 const HOP_HEADERS = [
   "connection",
