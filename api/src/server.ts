@@ -19,7 +19,7 @@ import type { AppDeps } from "./context.ts";
 import { createCredentialCipher } from "./credentials/cipher.ts";
 import { startPeriodicJob } from "./housekeeping/periodic-job.ts";
 import { redemptionPruneJob } from "./internal/redemptions.ts";
-import { createLogger } from "./observability/logger.ts";
+import { createLogger, type DestinationStream } from "./observability/logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { Sandbox } from "./sandbox/sandbox.ts";
 import { controlExpiryJob } from "./screens/control-expiry.ts";
@@ -40,13 +40,14 @@ export interface RunningApi {
 /**
  * Start the API: secrets, database (migrated), services, HTTP listener. `database` lets a test
  * hand in its own handle; otherwise DATABASE_URL or embedded PGlite under DATA_DIR is used.
+ * `logDestination` takes the log lines instead of stdout (a test that reads them).
  */
 export async function startApi(
   env: ApiEnv,
-  options: { database?: DatabaseHandle } = {},
+  options: { database?: DatabaseHandle; logDestination?: DestinationStream } = {},
 ): Promise<RunningApi> {
   const secrets = resolveSecrets(env);
-  const logger = createLogger(env.logLevel);
+  const logger = createLogger(env.logLevel, options.logDestination);
   const database =
     options.database ??
     (await openDatabase(

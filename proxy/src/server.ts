@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
-import pino, { type Logger } from "pino";
+import pino, { type DestinationStream, type Logger } from "pino";
 import proxyAddr from "proxy-addr";
 import { WebSocketServer } from "ws";
 import { AccessChangeWatch } from "./api-link/access-changes.ts";
@@ -55,9 +55,11 @@ export interface RunningProxy {
  */
 export async function startProxy(
   config: ProxyConfig,
-  options: { logger?: Logger } = {},
+  /** `logDestination` takes the log lines instead of stdout (a test that reads them). */
+  options: { logger?: Logger; logDestination?: DestinationStream } = {},
 ): Promise<RunningProxy> {
-  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: "proxy" } });
+  const logger =
+    options.logger ?? pino({ level: config.logLevel, base: { service: "proxy" } }, options.logDestination);
   const keyring = new CapabilityKeyring({
     current: config.capabilityKey,
     previous: config.previousCapabilityKeys,

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { DatabaseHandle } from "@cubicle/db";
 import { findFreePort, openTestDatabase } from "@cubicle/db/testing";
 import { parseEnv } from "../../src/config/env.ts";
+import type { DestinationStream } from "../../src/observability/logger.ts";
 import { type RunningApi, startApi } from "../../src/server.ts";
 
 /** The dashboard origin the API trusts by default; cookie-authenticated changes must carry it. */
@@ -29,11 +30,12 @@ export interface TestApi {
 
 /**
  * A real API on a real port over the dialect this project runs (CUBICLE_TEST_DB): an in-memory
- * PGlite, or a fresh empty database on the run's temporary Postgres server.
+ * PGlite, or a fresh empty database on the run's temporary Postgres server. It logs nothing unless
+ * envOverrides set LOG_LEVEL; then to stdout, or to `logDestination` (a test reading its lines).
  */
 export async function startTestApi(
   envOverrides: Record<string, string> = {},
-  options: { database?: DatabaseHandle } = {},
+  options: { database?: DatabaseHandle; logDestination?: DestinationStream } = {},
 ): Promise<TestApi> {
   // Replicas of one deployment share a database (and the secrets in envOverrides); its opener closes it.
   const database = options.database ?? (await openTestDatabase());
@@ -50,7 +52,7 @@ export async function startTestApi(
     SANDBOX_PROVIDER: "fake",
     ...envOverrides,
   });
-  const api = await startApi(env, { database });
+  const api = await startApi(env, { database, logDestination: options.logDestination });
   const responses: string[] = [];
   return {
     api,
