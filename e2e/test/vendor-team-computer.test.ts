@@ -1,9 +1,8 @@
 import { join } from "node:path";
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { RunningProxy } from "@cubicle/proxy";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { WebSocket } from "ws";
 import { destroyMachines, machineFor } from "../../api/test/support/computers.ts";
 import { expectStatus, type RawResponse, type TestApi } from "../../api/test/support/harness.ts";
 import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
@@ -13,6 +12,7 @@ import { startApiAndProxy } from "./support/api-and-proxy.ts";
 import { launchChromium } from "./support/browser.ts";
 import { canvasSummary } from "./support/canvas.ts";
 import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
+import { openInPage, vendorAnswer, watchedPage as watchedPageOf } from "./support/screen-pages.ts";
 
 /**
  * A Team Computer on each vendor emulator (the vendor's adapter and its unmodified SDK against the
@@ -61,60 +61,7 @@ const keep = (response: RawResponse) => {
 };
 
 /** A page that records every URL, header and WebSocket frame it sees. */
-async function watchedPage(): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.on("request", async (request) => {
-    seen.push(request.url(), JSON.stringify(await request.allHeaders().catch(() => ({}))));
-  });
-  page.on("response", async (response) => {
-    seen.push(JSON.stringify(await response.allHeaders().catch(() => ({}))));
-  });
-  page.on("websocket", (socket) => {
-    seen.push(socket.url());
-    const frame = ({ payload }: { payload: string | Buffer }) =>
-      seen.push(typeof payload === "string" ? payload : payload.toString("latin1"));
-    socket.on("framesent", frame);
-    socket.on("framereceived", frame);
-  });
-  await page.goto(`${novnc.origin}/`);
-  // On a loaded machine one of the test page's many noVNC modules now and then fails to load, and
-  // the page never defines openScreen: it is loaded again (the page is the test's, not the product's)
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await page.waitForFunction(
-        () => typeof (window as unknown as { openScreen?: unknown }).openScreen === "function",
-        undefined,
-        { timeout: 15_000, polling: 250 },
-      );
-      return page;
-    } catch (error) {
-      if (attempt === 3) throw error;
-      await page.reload();
-    }
-  }
-}
-
-async function openInPage(
-  page: Page,
-  capability: { url: string; protocol: string; token: string },
-  viewOnly: boolean,
-) {
-  await page.evaluate(
-    ({ url, protocol, token, viewOnly }) =>
-      (window as unknown as { openScreen: (...args: unknown[]) => void }).openScreen(
-        url,
-        protocol,
-        token,
-        viewOnly,
-      ),
-    { ...capability, viewOnly },
-  );
-  await page.waitForFunction(() =>
-    (window as unknown as { screenEvents: { name: string }[] }).screenEvents.some(
-      (e) => e.name === "connect",
-    ),
-  );
-}
+const watchedPage = () => watchedPageOf(browser, novnc.origin, seen);
 
 beforeAll(async () => {
   [browser, novnc] = await Promise.all([launchChromium(), serveNovncPage()]);
@@ -137,26 +84,6 @@ async function vendorSecrets(computer: Parameters<typeof machineFor>[1]) {
     for (const value of Object.values(target.headers ?? {})) if (value.length >= 8) secrets.add(value);
   }
   return { targets, secrets };
-}
-
-/**
- * What the vendor answers a WebSocket to a target: "open", the HTTP status it refused with, or
- * "error" (no answer within 15 s included).
- */
-function vendorAnswer(target: ScreenTarget): Promise<"open" | number | "error"> {
-  if (target.kind !== "vendor-websocket") throw new Error(`expected a vendor target, got ${target.kind}`);
-  return new Promise((resolve) => {
-    const socket = new WebSocket(target.url, { headers: target.headers ?? {}, handshakeTimeout: 15_000 });
-    socket.on("open", () => {
-      socket.terminate();
-      resolve("open");
-    });
-    socket.on("unexpected-response", (_request, response) => {
-      resolve(response.statusCode ?? "error");
-      socket.terminate();
-    });
-    socket.on("error", () => resolve("error"));
-  });
 }
 
 afterEach(({ task }) => {

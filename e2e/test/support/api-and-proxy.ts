@@ -5,27 +5,36 @@ import { startTestApi, type TestApi } from "../../../api/test/support/harness.ts
 
 /**
  * A real api and a real screen proxy that share one capability key, the proxy admitting sockets
- * from `pageOrigin` (the test's noVNC page): what a browser needs to watch a live screen.
+ * from `pageOrigin` (the test's noVNC page): what a browser needs to watch a live screen. With
+ * `logs`, both log at debug level and every line they write is pushed there (else they are silent).
  */
 export async function startApiAndProxy(
   env: Record<string, string>,
   pageOrigin: string,
+  options: { logs?: string[] } = {},
 ): Promise<{ t: TestApi; proxy: RunningProxy }> {
+  const { logs } = options;
+  const logDestination = logs && { write: (line: string) => void logs.push(line) };
   const key = randomBytes(32).toString("base64url");
   const proxyPort = String(await findFreePort());
-  const t = await startTestApi({
-    ...env,
-    SCREEN_CAPABILITY_KEY: key,
-    PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
-  });
+  const t = await startTestApi(
+    {
+      ...(logs ? { LOG_LEVEL: "debug" } : {}),
+      ...env,
+      SCREEN_CAPABILITY_KEY: key,
+      PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
+    },
+    { logDestination },
+  );
   const proxy = await startProxy(
     parseProxyConfig({
       SCREEN_CAPABILITY_KEY: key,
       PROXY_PORT: proxyPort,
       CUBICLE_API_URL: t.api.url,
       PROXY_ALLOWED_ORIGINS: pageOrigin,
-      LOG_LEVEL: "silent",
+      LOG_LEVEL: logs ? "debug" : "silent",
     }),
+    { logDestination },
   );
   return { t, proxy };
 }
