@@ -19,9 +19,9 @@ import { buildWorld, type World } from "../../api/test/support/world.ts";
  * with Chromium signed in to a cookie-login site, then SANDBOX_PROVIDER changed to `e2b-emulator`
  * and the api restarted (same database, secrets and checkpoint store). The next session runs on a
  * fresh E2B sandbox restored from the latest checkpoint, and Chromium there is still signed in.
- * Then the same again from `e2b-emulator` to `daytona-emulator`.
+ * Then the same again from `e2b-emulator` to `daytona-emulator`, and from there to `box-emulator`.
  */
-const SLOW = 420_000;
+const SLOW = 600_000;
 const NETWORK = "cubicle-computers";
 const BRIDGE = "cubicle0";
 
@@ -63,7 +63,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await site?.close();
-  // every machine the records name: the Daytona sandbox
+  // every machine the records name: the box of the last leg
   for (const api of apis.reverse()) {
     for (const computer of await api.database.db.selectFrom("computers").selectAll().execute()) {
       const machine = await machineFor(api, computer).catch(() => undefined);
@@ -97,7 +97,14 @@ async function switchTo(kind: string, botComputerId: string): Promise<void> {
   expect(health).toMatchObject({ sandbox: kind, configured: kind, sandboxNote: null });
 }
 
-describe("switching a deployment from docker to e2b-emulator, then to daytona-emulator", () => {
+/** The providers the computer moves to, in turn, after Docker; each its own machine's home. */
+const LEGS = [
+  { kind: "e2b-emulator", vendor: "E2B", machine: "the E2B sandbox", home: "/home/user" },
+  { kind: "daytona-emulator", vendor: "Daytona", machine: "the Daytona sandbox", home: "/home/daytona" },
+  { kind: "box-emulator", vendor: "Box", machine: "the box", home: "/home/user" },
+] as const;
+
+describe("switching a deployment from docker to e2b-emulator, then to daytona-emulator, then to box-emulator", () => {
   it(
     "moves a Team Computer to a fresh sandbox restored from its latest checkpoint at each switch, with Chromium still signed in",
     async () => {
@@ -117,56 +124,38 @@ describe("switching a deployment from docker to e2b-emulator, then to daytona-em
         120_000,
       );
 
-      await switchTo("e2b-emulator", bot.computerId);
+      for (const [i, leg] of LEGS.entries()) {
+        await switchTo(leg.kind, bot.computerId);
+        const before = site.requests.length;
+        const session = await sessions().opened(bot.id);
+        const row = await c.computerRow(bot.computerId);
+        expect(row.provider_kind).toBe(leg.kind);
+        expect(row.state).toBe("running");
+        const restored = (await c.audits(bot.computerId, "checkpoint.restored")).at(-1);
+        expect(restored?.data, `the restore onto ${leg.vendor}`).toMatchObject({ into: "fresh" });
+        const where = await sessions().shell(session, { command: "pwd; ls -d .browser-profiles/chromium" });
+        expect(where.stdout).toBe(`${leg.home}/cubicle-home/bots/${bot.id}\n.browser-profiles/chromium\n`);
 
-      const before = site.requests.length;
-      const second = await sessions().opened(bot.id);
-      const row = await c.computerRow(bot.computerId);
-      expect(row.provider_kind).toBe("e2b-emulator");
-      expect(row.state).toBe("running");
-      const restored = (await c.audits(bot.computerId, "checkpoint.restored")).at(-1);
-      expect(restored?.data).toMatchObject({ into: "fresh" });
-      const where = await sessions().shell(second, { command: "pwd; ls -d .browser-profiles/chromium" });
-      expect(where.stdout).toBe(`/home/user/cubicle-home/bots/${bot.id}\n.browser-profiles/chromium\n`);
-
-      await launchBrowser(second, `${site.url}/`);
-      const visit = await until(
-        "Chromium in the E2B sandbox to open the site",
-        async () => site.requests.slice(before).find((r) => r.path === "/"),
-        90_000,
-      );
-      expect(visit.from, "the visit comes from the E2B sandbox").toBe(await addressOf(second));
-      expect(visit.signedIn, "signed in on E2B with the cookie made on Docker").toBe(true);
-      expectStatus(await sessions().end(second, "success"), 200);
-      await until(
-        "the second session-end checkpoint",
-        async () => {
-          const ends = (await c.list(bot.computerId)).filter((r) => r.reason === "session-success");
-          return ends.length >= 2 ? ends : undefined;
-        },
-        120_000,
-      );
-
-      await switchTo("daytona-emulator", bot.computerId);
-      const onDaytona = site.requests.length;
-      const third = await sessions().opened(bot.id);
-      const moved = await c.computerRow(bot.computerId);
-      expect(moved.provider_kind).toBe("daytona-emulator");
-      expect(moved.state).toBe("running");
-      expect((await c.audits(bot.computerId, "checkpoint.restored")).at(-1)?.data).toMatchObject({
-        into: "fresh",
-      });
-      const there = await sessions().shell(third, { command: "pwd; ls -d .browser-profiles/chromium" });
-      expect(there.stdout).toBe(`/home/daytona/cubicle-home/bots/${bot.id}\n.browser-profiles/chromium\n`);
-      await launchBrowser(third, `${site.url}/`);
-      const daytonaVisit = await until(
-        "Chromium in the Daytona sandbox to open the site",
-        async () => site.requests.slice(onDaytona).find((r) => r.path === "/"),
-        90_000,
-      );
-      expect(daytonaVisit.from, "the visit comes from the Daytona sandbox").toBe(await addressOf(third));
-      expect(daytonaVisit.signedIn, "signed in on Daytona with the cookie made on Docker").toBe(true);
-      expectStatus(await sessions().end(third, "success"), 200);
+        await launchBrowser(session, `${site.url}/`);
+        const visit = await until(
+          `Chromium in ${leg.machine} to open the site`,
+          async () => site.requests.slice(before).find((r) => r.path === "/"),
+          90_000,
+        );
+        expect(visit.from, `the visit comes from ${leg.machine}`).toBe(await addressOf(session));
+        expect(visit.signedIn, `signed in on ${leg.vendor} with the cookie made on Docker`).toBe(true);
+        expectStatus(await sessions().end(session, "success"), 200);
+        // the next switch restores from this session's checkpoint
+        if (i < LEGS.length - 1)
+          await until(
+            `the session-end checkpoint on ${leg.vendor}`,
+            async () => {
+              const ends = (await c.list(bot.computerId)).filter((r) => r.reason === "session-success");
+              return ends.length >= i + 2 ? ends : undefined;
+            },
+            120_000,
+          );
+      }
     },
     SLOW,
   );
