@@ -38,8 +38,8 @@ export interface BoxEmulator {
     }>
   >;
   /**
-   * Every request the API received, oldest first (the last 10,000): method, path (without query),
-   * query, JSON body (or null). Secrets (Authorization) are not kept.
+   * Every request the API received, oldest first (the latest 10,000, and 64 MiB of bodies): method,
+   * path (without query), query, JSON body (or null). Secrets (Authorization) are not kept.
    */
   requests(): Array<{ method: string; path: string; query: Record<string, string>; body: unknown }>;
   /** The next `count` API requests answer `status` (429 or 503) with Retry-After: retryAfterSeconds, before doing anything. */

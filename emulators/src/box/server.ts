@@ -38,11 +38,17 @@ export interface ServerOptions {
   log: (line: string) => void;
 }
 
-/** Past this many, the oldest requests are dropped from the log (a long-lived emulator's memory). */
+/**
+ * Past this many requests, or this many bytes of their bodies (file writes are large), the oldest
+ * are dropped from the log: a long-lived emulator's memory stays bounded.
+ */
 const MAX_RECORDED = 10_000;
+const MAX_RECORDED_BYTES = 64 * 1024 * 1024;
 
 export class BoxServer {
-  readonly recorded: RecordedRequest[] = [];
+  /** The logged requests with their bodies' sizes, oldest first. */
+  private readonly log: Array<[request: RecordedRequest, bodyBytes: number]> = [];
+  private loggedBytes = 0;
   readonly failures: Failures = { count: 0, status: 503, retryAfterSeconds: 1 };
   private readonly server: Server;
   private readonly sockets = websockifyServer();
@@ -84,32 +90,9 @@ export class BoxServer {
       sendError(res, new BoxError(404, "not_found", `Cannot ${req.method} ${url.pathname}`));
       return;
     }
-    const recorded: RecordedRequest = {
-      method: req.method ?? "GET",
-      path: url.pathname,
-      query: Object.fromEntries(url.searchParams),
-      body: null,
-    };
-    this.record(recorded);
-    let bytes: Buffer | BodyTooLarge;
-    try {
-      bytes = await readBody(req, maxBodyBytes(req.method, path));
-    } catch (error) {
-      if (!(error instanceof BodyTooLarge)) throw error;
-      req.resume();
-      bytes = error;
-    }
-    let body: Record<string, unknown> | Error = {};
-    if (Buffer.isBuffer(bytes)) {
-      try {
-        body = parseJsonObject(bytes);
-        if (bytes.length > 0) recorded.body = body;
-      } catch (error) {
-        body = error as Error;
-      }
-    } else {
-      body = bytes;
-    }
+    const query = Object.fromEntries(url.searchParams);
+    const { body, logged, size } = await requestBody(req, path);
+    this.record({ method: req.method ?? "GET", path: url.pathname, query, body: logged }, size);
     if (this.failures.count > 0) {
       this.failures.count--;
       const { status, retryAfterSeconds } = this.failures;
@@ -132,7 +115,7 @@ export class BoxServer {
       registry: this.options.registry,
       origin: this.origin,
       body,
-      query: recorded.query,
+      query,
     };
     const served = await serveRoutes(ROUTES, call, path, req, res, (error) => {
       const answer = boxErrorOf(error);
@@ -152,8 +135,39 @@ export class BoxServer {
     upgradeDesktop(this.sockets, this.options.registry.get(desktop.boxId), req, socket, head);
   }
 
-  private record(request: RecordedRequest): void {
-    this.recorded.push(request);
-    if (this.recorded.length > MAX_RECORDED) this.recorded.splice(0, this.recorded.length - MAX_RECORDED);
+  get recorded(): RecordedRequest[] {
+    return this.log.map(([request]) => request);
+  }
+
+  private record(request: RecordedRequest, bodyBytes: number): void {
+    this.log.push([request, bodyBytes]);
+    this.loggedBytes += bodyBytes;
+    while (this.log.length > MAX_RECORDED || this.loggedBytes > MAX_RECORDED_BYTES) {
+      this.loggedBytes -= this.log.shift()?.[1] ?? 0;
+    }
+  }
+}
+
+/**
+ * The request's JSON body for the route (an error to answer when it is too large or not JSON), and
+ * what the log keeps of it.
+ */
+async function requestBody(
+  req: IncomingMessage,
+  path: string,
+): Promise<{ body: Record<string, unknown> | Error; logged: unknown; size: number }> {
+  let bytes: Buffer;
+  try {
+    bytes = await readBody(req, maxBodyBytes(req.method, path));
+  } catch (error) {
+    if (!(error instanceof BodyTooLarge)) throw error;
+    req.resume();
+    return { body: error, logged: null, size: 0 };
+  }
+  try {
+    const body = parseJsonObject(bytes);
+    return { body, logged: bytes.length > 0 ? body : null, size: bytes.length };
+  } catch (error) {
+    return { body: error instanceof Error ? error : new Error(String(error)), logged: null, size: 0 };
   }
 }
