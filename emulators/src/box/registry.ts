@@ -70,14 +70,11 @@ export class BoxRegistry extends InstanceSandboxes<Box> {
 
   /** Takes over the containers an earlier emulator of this instance left, with their settings. */
   async adopt(): Promise<void> {
-    for (const machine of await this.containers()) {
-      const record = recordOf(machine.labels);
-      if (!record || this.sandboxes.has(record.boxId)) continue;
-      const now = await this.machines.inspect(machine.containerId);
-      if (now.state === "paused") await this.machines.unpause(machine.containerId);
-      const settings = await loadSettings(this.machines, machine.containerId, defaultSettings(record));
+    for await (const { record, containerId, now } of this.unadopted(recordOf, (found) => found.boxId)) {
+      if (now.state === "paused") await this.machines.unpause(containerId);
+      const settings = await loadSettings(this.machines, containerId, defaultSettings(record));
       const running = now.state !== "stopped";
-      const box = new Box(record, settings, machine.containerId, this.machines, {
+      const box = new Box(record, settings, containerId, this.machines, {
         state: running ? "provisioning" : "archived",
         createdAt: now.createdAt,
         startedAt: now.startedAt,

@@ -22,12 +22,9 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
 
   /** Takes over the containers an earlier emulator of this instance left. */
   async adopt(): Promise<void> {
-    for (const machine of await this.containers()) {
-      const record = recordOf(machine.labels);
-      if (!record || this.sandboxes.has(record.sandboxId)) continue;
-      const now = await this.machines.inspect(machine.containerId);
-      if (now.state === "paused") await this.machines.unpause(machine.containerId);
-      const sandbox = new Sandbox(record, machine.containerId, this.machines, {
+    for await (const { record, containerId, now } of this.unadopted(recordOf, (found) => found.sandboxId)) {
+      if (now.state === "paused") await this.machines.unpause(containerId);
+      const sandbox = new Sandbox(record, containerId, this.machines, {
         state: now.state === "stopped" ? "stopped" : "started",
         ip: now.ip,
         startedAt: now.startedAt,

@@ -27,14 +27,11 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
 
   /** Takes over the containers an earlier emulator of this instance left; running ones get a fresh deadline. */
   async adopt(): Promise<void> {
-    for (const machine of await this.containers()) {
-      const record = recordOf(machine.labels);
-      if (!record || this.sandboxes.has(record.sandboxId)) continue;
-      const { ip, state } = await this.machines.inspect(machine.containerId);
-      const sandbox = new Sandbox(record, machine.containerId, this.machines, {
-        machineState: state,
-        ip,
-        startedAt: machine.createdAt,
+    for await (const { record, containerId, now } of this.unadopted(recordOf, (found) => found.sandboxId)) {
+      const sandbox = new Sandbox(record, containerId, this.machines, {
+        machineState: now.state,
+        ip: now.ip,
+        startedAt: now.createdAt,
       });
       this.sandboxes.set(record.sandboxId, sandbox);
       if (sandbox.state === "running") this.arm(sandbox, record.timeoutSeconds);

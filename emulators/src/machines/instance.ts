@@ -84,6 +84,25 @@ export class InstanceSandboxes<S extends ContainerSandbox & { readonly id: strin
     return this.machines.list(this.instanceLabels);
   }
 
+  /**
+   * The containers of the instance whose sandbox is not known yet, to adopt: each with the record
+   * its labels hold (containers without one are left alone) and how it is now.
+   */
+  protected async *unadopted<R>(
+    recordOf: (labels: Record<string, string>) => R | null,
+    idOf: (record: R) => string,
+  ): AsyncGenerator<{ record: R; containerId: string; now: Awaited<ReturnType<Machines["inspect"]>> }> {
+    for (const machine of await this.containers()) {
+      const record = recordOf(machine.labels);
+      if (!record || this.sandboxes.has(idOf(record))) continue;
+      yield {
+        record,
+        containerId: machine.containerId,
+        now: await this.machines.inspect(machine.containerId),
+      };
+    }
+  }
+
   /** Creates and starts the container of sandbox `sandboxId`, with the sandbox's own labels too. */
   protected createContainer(
     sandboxId: string,
