@@ -82,7 +82,7 @@ export class BoxRegistry extends InstanceSandboxes<Box> {
       this.sandboxes.set(record.boxId, box);
       this.log(`adopted box ${record.boxId} (${running ? "running" : "archived"})`);
       if (!running) continue;
-      // its display may have gone with the old emulator's helpers; no waiting beyond that
+      // the display is checked (the earlier emulator may have closed before it was up), nothing waited for
       this.provision(box, { since: 0, boot: false });
       this.armTtl(box);
     }
