@@ -6,6 +6,7 @@ import { emulatedVendor, runsOnThisMachine, usesSupervisor } from "@cubicle/prov
 import { ConfigError, parseEnv } from "../api/src/config/env.ts";
 import { resolveSecrets } from "../api/src/config/secrets.ts";
 import {
+  ensureBoxDesktopImage,
   ensureComputerImage,
   ensureDaytonaDesktopImage,
   ensureDockerEngine,
@@ -106,7 +107,12 @@ const emulator = emulatedVendor(api.sandbox.provider);
 if (emulator) {
   await ensureDockerEngine();
   await ensureComputerImage();
-  await { e2b: ensureE2bDesktopImage, daytona: ensureDaytonaDesktopImage }[emulator]();
+  const ensureImage = {
+    e2b: ensureE2bDesktopImage,
+    daytona: ensureDaytonaDesktopImage,
+    box: ensureBoxDesktopImage,
+  };
+  await ensureImage[emulator]();
 }
 
 const apiHost = api.host === "0.0.0.0" ? "127.0.0.1" : api.host;

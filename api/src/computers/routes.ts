@@ -81,7 +81,6 @@ export const ComputerParams = WorkspaceIdParam.extend({
 export const COMPUTERS = "/v1/workspaces/{workspaceId}/computers";
 export const PROVIDER_PROBLEMS = {
   409: { description: "Busy (COMPUTER_BUSY), or changing state elsewhere (COMPUTER_TRANSITIONING)" },
-  501: { description: "The provider is not available in this version (NOT_AVAILABLE_YET)" },
   502: {
     description: "The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED)",
   },

@@ -308,7 +308,7 @@ const schema = z
     DAYTONA_API_URL: optionalHttpUrl,
     DAYTONA_TARGET: optionalTrimmed,
     BOX_API_KEY: optionalTrimmed,
-    BOX_API_URL: optionalTrimmed,
+    BOX_API_URL: optionalHttpUrl,
     DESKTOP_ALLOWED_ROOTS: optionalTrimmed.transform((v, ctx) => {
       const roots = splitList(v);
       if (roots.some((root) => !path.isAbsolute(root))) {

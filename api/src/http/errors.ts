@@ -8,7 +8,6 @@ import { HttpProblem } from "./problem.ts";
 /** The HTTP status each provider failure is answered with. */
 const PROVIDER_ERROR_STATUS = {
   SANDBOX_DISABLED: 503,
-  NOT_AVAILABLE_YET: 501,
   GRAPHICAL_UNAVAILABLE: 409,
   MULTI_SCREEN_UNAVAILABLE: 409,
   MACHINE_MISSING: 409,

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { buildProvider, chooseProvider } from "@cubicle/providers";
 import { type MachineRef, ProviderError, type SandboxProvider } from "@cubicle/providers/contract";
 import { describe, expect, it } from "vitest";
@@ -60,11 +62,49 @@ describe("the none provider", () => {
   });
 });
 
-describe("backends that are not built yet", () => {
-  it.each(["box", "box-emulator"] as const)("%s refuses provision with NOT_AVAILABLE_YET", async (kind) => {
-    const provider = await buildProvider(kind, contextOf({ SANDBOX_PROVIDER: "none", NODE_ENV: "test" }));
-    expect(provider.kind).toBe(kind);
-    await expect(provider.provision(ref)).rejects.toMatchObject({ code: "NOT_AVAILABLE_YET" });
+describe("the box provider", () => {
+  it("is built from BOX_API_KEY and BOX_API_URL, one screen, and reports a refused key as PROVIDER_AUTH_FAILED", async () => {
+    // a loopback port nothing answers on would be PROVIDER_FAILURE; this one answers 401 like Box
+    const server = createServer((_, res) => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          ok: false,
+          type: "box.error",
+          status: 401,
+          code: "unauthorized",
+          message: "Unauthorized",
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const provider = await buildProvider(
+        "box",
+        contextOf({
+          SANDBOX_PROVIDER: "box",
+          BOX_API_KEY: "box_wrong",
+          BOX_API_URL: `http://127.0.0.1:${port}/api/box/v1`,
+        }),
+      );
+      expect(provider.kind).toBe("box");
+      expect(provider.capabilities).toEqual({ graphical: true, maxScreens: 1, pty: false });
+      const error = await provider.status(ref).catch((reason: unknown) => reason);
+      expect(error).toMatchObject({
+        code: "PROVIDER_AUTH_FAILED",
+        message: expect.stringContaining("BOX_API_KEY"),
+      });
+      expect(toHttpProblem(error)).toMatchObject({ status: 502, code: "PROVIDER_AUTH_FAILED" });
+    } finally {
+      server.close();
+    }
+  });
+
+  it("refuses a BOX_API_URL that is not an http(s) URL", () => {
+    expect(() =>
+      parseEnv({ SANDBOX_PROVIDER: "box", BOX_API_KEY: "k", BOX_API_URL: "ascii.dev/api" }),
+    ).toThrow(/BOX_API_URL/);
   });
 });
 

@@ -4,6 +4,7 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import type { Sandbox } from "@daytonaio/sdk";
 import { ProviderError } from "../contract/index.ts";
 import { shellQuote } from "../kernel/shell-quote.ts";
+import { commandLine } from "../remote/command-line.ts";
 import type { SandboxShell } from "../remote/shell.ts";
 import { vendorCall } from "./sandboxes.ts";
 
@@ -16,18 +17,6 @@ async function inSession<T>(sandbox: Sandbox, run: (sessionId: string) => Promis
   } finally {
     await sandbox.process.deleteSession(sessionId).catch(() => undefined);
   }
-}
-
-/**
- * The line a session runs: the command in its own bash, in its folder, with its variables (session
- * commands take neither) and no input, so nothing it does changes the session's shell. It runs in
- * a process session of its own (`setsid --wait` passes its exit status on): deleting a Daytona
- * session kills what the session started, and what a command leaves running (a screen's servers,
- * a bot's daemon) must outlive it, as on every other backend.
- */
-function sessionLine(command: string, env: Record<string, string>, cwd: string): string {
-  const assignments = Object.entries(env).map(([name, value]) => shellQuote(`${name}=${value}`));
-  return `cd -- ${shellQuote(cwd)} && env ${assignments.join(" ")} setsid --wait /bin/bash -c ${shellQuote(command)} </dev/null`;
 }
 
 /**
@@ -74,7 +63,7 @@ exit $status`;
       inSession(sandbox, async (sessionId) => {
         const { cmdId } = await vendorCall("running a command", () =>
           sandbox.process.executeSessionCommand(sessionId, {
-            command: sessionLine(command, env, cwd),
+            command: commandLine(command, env, cwd),
             runAsync: true,
           }),
         );

@@ -1,6 +1,6 @@
 import type { ProviderError, ProviderKind, SandboxProvider } from "../contract/index.ts";
 
-/** A provider whose every operation fails with the same error (`none`; backends not built yet). */
+/** A provider whose every operation fails with the same error (`none`: computers are disabled). */
 export function createRefusingProvider(kind: ProviderKind, error: () => ProviderError): SandboxProvider {
   const refuse = (): never => {
     throw error();

@@ -76,7 +76,9 @@ export async function closeControl(machine: SandboxMachine, index: number): Prom
  */
 export async function observe(machine: SandboxMachine, index: number): Promise<Observation> {
   const shot = `${machine.scratchFile("shot")}.png`;
-  const script = `scrot --pointer --overwrite ${shellQuote(shot)} >/dev/null || exit 3
+  const pngTarget = `png:${shot}`;
+  // ImageMagick's import where a vendor's template has no scrot (Box's is known to have import)
+  const script = `{ scrot --pointer --overwrite ${shellQuote(shot)} 2>/dev/null || import -window root ${shellQuote(pngTarget)}; } >/dev/null || exit 3
 xdotool getmouselocation --shell
 printf 'WINDOW_NAME=%s\\n' "$(xdotool getactivewindow getwindowname 2>/dev/null)"`;
   try {

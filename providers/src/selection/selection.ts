@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
+import { createBoxProvider } from "../box/index.ts";
 import {
   ProviderError,
   type ProviderKind,
@@ -29,6 +30,8 @@ export interface ProviderSettings {
   readonly daytonaApiUrl: string | undefined;
   readonly daytonaTarget: string | undefined;
   readonly boxApiKey: string | undefined;
+  /** Box's API address (BOX_API_URL); unset, Box's own. */
+  readonly boxApiUrl: string | undefined;
   /** Extra host folders a `desktop` computer may touch besides its home. */
   readonly desktopAllowedRoots: readonly string[];
 }
@@ -95,9 +98,10 @@ export function runsOnThisMachine(kind: ProviderKind): boolean {
  * The vendor emulator whose desktops in the local Docker engine this configuration's machines are
  * (so that engine and the emulator's image must be there), or null.
  */
-export function emulatedVendor(kind: ProviderKind): "e2b" | "daytona" | null {
+export function emulatedVendor(kind: ProviderKind): "e2b" | "daytona" | "box" | null {
   if (kind === "e2b-emulator") return "e2b";
   if (kind === "daytona-emulator") return "daytona";
+  if (kind === "box-emulator") return "box";
   return null;
 }
 
@@ -115,7 +119,7 @@ export interface BuildContext {
 
 /**
  * Builds one backend. Test kinds load their doubles from providers/testing only when asked for,
- * so production start-up never imports them; backends not built yet refuse every operation.
+ * so production start-up never imports them.
  */
 export async function buildProvider(kind: ProviderKind, context: BuildContext): Promise<SandboxProvider> {
   if (isTestKind(kind) && context.nodeEnv === "production") {
@@ -194,16 +198,21 @@ export async function buildProvider(kind: ProviderKind, context: BuildContext): 
       });
       return Object.assign(provider, { shutdown: () => emulator.close() });
     }
-    case "box":
-    case "box-emulator":
-      return createRefusingProvider(
+    case "box": {
+      const { boxApiKey, boxApiUrl } = context.settings;
+      if (!boxApiKey) throw new Error("BOX_API_KEY is required by the box provider");
+      return createBoxProvider({ connection: { apiKey: boxApiKey, apiUrl: boxApiUrl } });
+    }
+    case "box-emulator": {
+      // the real box adapter pointed at a Box emulator on loopback, as for e2b-emulator
+      const { startBoxEmulator } = await import("@cubicle/emulators/box");
+      const emulator = await startBoxEmulator({ instance: emulatorInstance(context.dataDir) });
+      const provider = createBoxProvider({
         kind,
-        () =>
-          new ProviderError(
-            "NOT_AVAILABLE_YET",
-            `The ${kind} provider is not available in this version yet.`,
-          ),
-      );
+        connection: { apiKey: emulator.apiKey, apiUrl: emulator.apiUrl },
+      });
+      return Object.assign(provider, { shutdown: () => emulator.close() });
+    }
   }
 }
 

@@ -2785,15 +2785,6 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description The provider is not available in this version (NOT_AVAILABLE_YET) */
-                501: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
                 /** @description The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED) */
                 502: {
                     headers: {
@@ -2979,15 +2970,6 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description The provider is not available in this version (NOT_AVAILABLE_YET) */
-                501: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
                 /** @description The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED) */
                 502: {
                     headers: {
@@ -3088,15 +3070,6 @@ export interface paths {
                 };
                 /** @description Busy (COMPUTER_BUSY), or changing state elsewhere (COMPUTER_TRANSITIONING) */
                 409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description The provider is not available in this version (NOT_AVAILABLE_YET) */
-                501: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3910,15 +3883,6 @@ export interface paths {
                 };
                 /** @description Busy (COMPUTER_BUSY), or changing state elsewhere (COMPUTER_TRANSITIONING) */
                 409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description The provider is not available in this version (NOT_AVAILABLE_YET) */
-                501: {
                     headers: {
                         [name: string]: unknown;
                     };
