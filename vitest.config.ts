@@ -7,7 +7,13 @@ const providerSuites = "providers/testing/backends/*.test.ts";
  * One run covers everything: unit tests, the API and database suites on both database dialects
  * (embedded PGlite and a real Postgres started for the run), the shared provider suites against
  * every backend, and end-to-end checks.
+ *
+ * Most of the run waits on machines (Docker, emulated vendors, polls), not on the CPU, so the
+ * suites run in three groups one after the other: the unit and api suites two files at a time,
+ * then the provider suites two at a time, then the end-to-end journeys one at a time (their real
+ * Chromium and their sub-second revocation checks want the machine to themselves).
  */
+const twoAtATime = (groupOrder: number) => ({ maxWorkers: 2, sequence: { groupOrder } });
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -17,6 +23,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
+          ...twoAtATime(0),
           include: [
             "{db,api,proxy,supervisor,config,providers}/src/**/*.test.ts",
             "providers/testing/fake/**/*.test.ts",
@@ -29,6 +36,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "pglite",
+          ...twoAtATime(0),
           include: ["{db,api}/test/**/*.test.ts"],
           // *.postgres.test.ts: suites about several processes on one database server, and heavy
           // suites on vendors' emulated sandboxes; *.docker.test.ts: suites about real Docker
@@ -42,6 +50,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "postgres",
+          ...twoAtATime(0),
           include: ["{db,api}/test/**/*.test.ts"],
           env: { CUBICLE_TEST_DB: "postgres" },
           globalSetup: ["db/src/testing/global-setup.ts"],
@@ -49,11 +58,11 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "providers", include: [providerSuites] },
+        test: { name: "providers", ...twoAtATime(1), include: [providerSuites] },
       },
       {
         extends: true,
-        test: { name: "e2e", include: ["e2e/test/**/*.test.ts"] },
+        test: { name: "e2e", maxWorkers: 1, sequence: { groupOrder: 2 }, include: ["e2e/test/**/*.test.ts"] },
       },
     ],
   },
