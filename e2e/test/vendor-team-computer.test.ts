@@ -12,7 +12,13 @@ import { startApiAndProxy } from "./support/api-and-proxy.ts";
 import { launchChromium } from "./support/browser.ts";
 import { canvasSummary } from "./support/canvas.ts";
 import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
-import { openInPage, vendorAnswer, watchedPage as watchedPageOf } from "./support/screen-pages.ts";
+import {
+  expectClosedWithinASecondOfRelease,
+  expectPointerFollows,
+  openInPage,
+  vendorAnswer,
+  watchedPage as watchedPageOf,
+} from "./support/screen-pages.ts";
 
 /**
  * A Team Computer on each vendor emulator (the vendor's adapter and its unmodified SDK against the
@@ -226,38 +232,11 @@ describe.each(VENDORS)("a Team Computer on $kind", (vendor) => {
       ).json;
       const controller = await watchedPage();
       await openInPage(controller, controlCapability, false);
-      await controller.mouse.move(640, 420);
-      const moved = await until(
-        "the pointer to follow control input",
-        async () => {
-          await controller.mouse.move(640, 420 + Math.round(Math.random()));
-          const at = await cursorOf();
-          return at.x === 640 && (at.y === 420 || at.y === 421) ? at : undefined;
-        },
-        15_000,
-      );
-      expect(moved.x).toBe(640);
+      await expectPointerFollows(controller, () => cursorOf());
       await controller.screenshot({ path: join(ARTIFACTS, `${vendor.kind}-team-control.png`) });
 
       expectStatus(keep(await owner.delete(`${screenPath}/control/${lease.leaseId}`)), 204);
-      const releasedAt = (
-        await t.database.db
-          .selectFrom("control_leases")
-          .select("released_at")
-          .where("id", "=", lease.leaseId)
-          .executeTakeFirstOrThrow()
-      ).released_at;
-      const closedAt = await controller.waitForFunction(
-        () =>
-          (window as unknown as { screenEvents: { name: string; at: number }[] }).screenEvents.find(
-            (e) => e.name === "disconnect",
-          )?.at,
-        undefined,
-        { timeout: 5_000 },
-      );
-      expect(Number(await closedAt.jsonValue()) - new Date(releasedAt as Date).getTime()).toBeLessThanOrEqual(
-        1_000,
-      );
+      await expectClosedWithinASecondOfRelease(controller, t, lease.leaseId);
       await viewer.screenshot({ path: join(ARTIFACTS, `${vendor.kind}-team-view.png`) });
 
       stage = "reading the targets before the stop";

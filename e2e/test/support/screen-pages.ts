@@ -1,6 +1,9 @@
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { Browser, Page } from "playwright-core";
+import { expect } from "vitest";
 import { WebSocket } from "ws";
+import type { TestApi } from "../../../api/test/support/harness.ts";
+import { until } from "../../../api/test/support/until.ts";
 
 /**
  * A page of the test's noVNC page (served from `pageOrigin`) that records every URL, header and
@@ -80,4 +83,46 @@ export function vendorAnswer(target: ScreenTarget): Promise<"open" | number | "e
     });
     socket.on("error", () => resolve("error"));
   });
+}
+
+/** Moves the pointer through a control page until the machine's pointer (`cursorOf`) follows it. */
+export async function expectPointerFollows(
+  page: Page,
+  cursorOf: () => Promise<{ x: number; y: number }>,
+): Promise<void> {
+  await page.mouse.move(640, 420);
+  const moved = await until(
+    "the pointer to follow control input",
+    async () => {
+      await page.mouse.move(640, 420 + Math.round(Math.random()));
+      const at = await cursorOf();
+      return at.x === 640 && (at.y === 420 || at.y === 421) ? at : undefined;
+    },
+    15_000,
+  );
+  expect(moved.x).toBe(640);
+}
+
+/** Asserts the page's screen socket closed within a second of the control lease's release. */
+export async function expectClosedWithinASecondOfRelease(
+  page: Page,
+  t: TestApi,
+  leaseId: string,
+): Promise<void> {
+  const { released_at: releasedAt } = await t.database.db
+    .selectFrom("control_leases")
+    .select("released_at")
+    .where("id", "=", leaseId)
+    .executeTakeFirstOrThrow();
+  const closedAt = await page.waitForFunction(
+    () =>
+      (window as unknown as { screenEvents: { name: string; at: number }[] }).screenEvents.find(
+        (e) => e.name === "disconnect",
+      )?.at,
+    undefined,
+    { timeout: 5_000 },
+  );
+  expect(Number(await closedAt.jsonValue()) - new Date(releasedAt as Date).getTime()).toBeLessThanOrEqual(
+    1_000,
+  );
 }
