@@ -34,6 +34,7 @@ const hooksOf = (checkpoints: MachineCheckpoints): MachineCheckpoints => ({
   restoreFresh: (moment) => checkpoints.restoreFresh(moment),
   afterStop: (moment) => checkpoints.afterStop(moment),
   beforeDestroy: (moment) => checkpoints.beforeDestroy(moment),
+  exclusive: (computerId, task) => checkpoints.exclusive(computerId, task),
 });
 const charter = { purpose: "tests computers", boundary: "stays in the test" };
 let seq = 0;

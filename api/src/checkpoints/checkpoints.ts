@@ -9,6 +9,7 @@ import { type Machine, machineOfRecord } from "../computers/repository.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
+import { failWhenIdle } from "./idle-bound.ts";
 import { clearRetry, scheduleRetry } from "./retries.ts";
 import {
   type CheckpointStore,
@@ -16,6 +17,9 @@ import {
   type RetentionPolicy,
   selectForRemoval,
 } from "./store/index.ts";
+
+/** How long an export may send nothing before the checkpoint fails (and is retried later). */
+const EXPORT_IDLE_MS = 120_000;
 
 /** Where a restore puts a revision: the running machine, or a fresh one made for it. */
 export type RestoreTarget = "current" | "fresh";
@@ -153,6 +157,10 @@ export class Checkpoints implements MachineCheckpoints {
     await this.takeOrRetry({ ...moment, reason: reason === "idle" ? "idle" : "stop" });
   }
 
+  exclusive<T>(computerId: string, task: () => Promise<T>): Promise<T> {
+    return this.lock.run(computerId, task);
+  }
+
   async beforeDestroy(moment: MachineMoment): Promise<void> {
     await this.take({ ...moment, reason: "stop" });
   }
@@ -250,7 +258,7 @@ export class Checkpoints implements MachineCheckpoints {
         workspaceId: computer.workspace_id,
         parentId: parent?.id ?? null,
         reason,
-        tar: await machine.provider.exportHome(machine.ref),
+        tar: failWhenIdle(await machine.provider.exportHome(machine.ref), EXPORT_IDLE_MS),
       });
       if (
         unlessSameAs &&

@@ -33,6 +33,13 @@ export interface MachineCheckpoints {
   afterStop(stopped: MachineMoment & { reason: StopReason }): Promise<void>;
   /** The stopped machine is about to be removed: record the home; a failure refuses the removal. */
   beforeDestroy(doomed: MachineMoment): Promise<void>;
+  /**
+   * Runs `task` (stopping or removing the machine) once no checkpoint or restore of the computer
+   * is using its machine, and keeps them out until it ends. A session's end checkpoints in the
+   * background: a machine paused under that export would freeze its stream, and the checkpoint
+   * and every later stop would wait for it forever.
+   */
+  exclusive<T>(computerId: string, task: () => Promise<T>): Promise<T>;
 }
 
 export interface MachineMoment {
@@ -205,7 +212,8 @@ export function stopComputer(
     const machine = await machineOfRecord(deps, row);
     try {
       const status = machine ? await machine.provider.status(machine.ref) : "missing";
-      if (machine && status === "running") await machine.provider.stop(machine.ref);
+      if (machine && status === "running")
+        await withoutCheckpoints(deps, row.id, () => machine.provider.stop(machine.ref));
       if (machine && status !== "missing")
         await deps.checkpoints?.afterStop({ computer: row, machine, actor, reason });
       return await settle(deps, row.id, { state: target }, actor, "computer.stopped", {
@@ -245,11 +253,12 @@ export function destroyComputer(
     try {
       const status = machine ? await machine.provider.status(machine.ref) : "missing";
       if (machine && status !== "missing" && !options.checkpointed && deps.checkpoints) {
-        if (status === "running") await machine.provider.stop(machine.ref);
+        if (status === "running")
+          await withoutCheckpoints(deps, row.id, () => machine.provider.stop(machine.ref));
         // a failure lands below: the machine stays, the computer shows `error` with the reason
         await deps.checkpoints.beforeDestroy({ computer: row, machine, actor });
       }
-      if (machine) await machine.provider.destroy(machine.ref);
+      if (machine) await withoutCheckpoints(deps, row.id, () => machine.provider.destroy(machine.ref));
       return await settle(
         deps,
         row.id,
@@ -453,6 +462,11 @@ async function touchedRow(db: Kysely<Database>, computerId: string): Promise<Com
 
 async function requireRow(db: Kysely<Database>, computerId: string): Promise<Computer> {
   return db.selectFrom("computers").selectAll().where("id", "=", computerId).executeTakeFirstOrThrow();
+}
+
+/** The machine stopped or removed with no checkpoint of it under way (MachineCheckpoints.exclusive). */
+function withoutCheckpoints<T>(deps: ComputerDeps, computerId: string, task: () => Promise<T>): Promise<T> {
+  return deps.checkpoints ? deps.checkpoints.exclusive(computerId, task) : task();
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

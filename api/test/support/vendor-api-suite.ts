@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkpointsOn } from "./checkpoints.ts";
 import { destroyMachines } from "./computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "./harness.ts";
+import { filesOf } from "./homes.ts";
 import { createBot, problem, SessionClient } from "./sessions.ts";
 import { until } from "./until.ts";
 import { buildWorld, type World } from "./world.ts";
@@ -250,6 +251,33 @@ export function vendorApiSuite<Emulator extends { apiKey: string }>(vendor: Vend
           "from the checkpoint\n",
         );
         expectStatus(await automation.end(second, "success"), 200);
+      },
+      SLOW,
+    );
+    it(
+      "a stop right after a session ends waits for that session's checkpoint, which keeps the home whole",
+      async () => {
+        const bot = await createBot(w.people.admin, w.workspaceId, "private");
+        const s = await automation.opened(bot.id);
+        // big enough that the checkpoint's export is still streaming when the stop arrives
+        const made = await automation.shell(s, {
+          command: "head -c 8388608 /dev/urandom > big.bin && sha256sum big.bin",
+          timeoutMs: 60_000,
+        });
+        expect(made.exit, made.stderr).toMatchObject({ code: 0 });
+        const digest = made.stdout.split(" ")[0];
+        expectStatus(await automation.end(s, "success"), 200);
+        expectStatus(
+          await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/computers/${bot.computerId}/stop`),
+          200,
+        );
+        expect((await machineOf(bot.computerId))?.state).toBe(states.stopped);
+
+        // the session's checkpoint finished before the machine stopped, with the whole file
+        const kept = (await c.list(bot.computerId)).find((r) => r.reason === "session-success");
+        expect(kept, "the session-end checkpoint").toBeDefined();
+        const files = filesOf(await c.download(bot.computerId, kept?.id as string));
+        expect(files["big.bin"]).toBe(digest);
       },
       SLOW,
     );
