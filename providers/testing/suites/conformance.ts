@@ -174,8 +174,10 @@ export type ConformanceException =
   | "control-has-its-own-server";
 
 /**
- * The behaviour every provider shares (providers/README.md). Each case provisions its own
- * machine on one provider instance; machines are destroyed after each case. A backend excused
+ * The behaviour every provider shares (providers/README.md), on one provider instance. A case
+ * that stops its machine, replaces its home, or uses its screens or browsers provisions its own,
+ * destroyed after it; the cases that only run commands and use files of their own names share
+ * one machine for the suite (Machines.shared). A backend excused
  * from a case (a named exception, with its reason) does not register it.
  */
 export function conformanceSuite(
@@ -204,7 +206,7 @@ export function conformanceSuite(
       await relays.closeAll();
     });
     afterAll(async () => {
-      await machines.destroyAll();
+      await machines.destroyAll({ shared: true });
       await put?.cleanup();
     });
 
@@ -213,7 +215,7 @@ export function conformanceSuite(
         "writes, lists and reads back, including every byte value and the exec bit",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const all = new Uint8Array(256).map((_, i) => i);
           await p.writeFile(ref, "bytes.bin", all);
           expect(Buffer.from(await p.readFile(ref, "bytes.bin", { maxBytes: 1_000 }))).toEqual(
@@ -250,7 +252,7 @@ export function conformanceSuite(
         "creates parent folders, lists entries sorted by name, and refuses to list a file",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           await p.writeFile(ref, "a/b/c.txt", bytes("nested\n"));
           expect(await p.listFiles(ref, "a")).toMatchObject([{ name: "b", path: "a/b", type: "directory" }]);
           expect(await p.listFiles(ref, "a/b")).toMatchObject([
@@ -275,7 +277,7 @@ export function conformanceSuite(
         "deletes a file and a folder recursively, and refuses to delete the home",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           await p.writeFile(ref, "gone.txt", bytes("x"));
           await p.writeFile(ref, "kept.txt", bytes("y"));
           await p.writeFile(ref, "folder/inner/deep.txt", bytes("z"));
@@ -299,7 +301,7 @@ export function conformanceSuite(
         "reads files a command wrote, and runs commands in a given folder",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const made = await collectRun(p, ref, { command: "echo made > made.txt", timeoutMs: 5_000 });
           expect(made.exit.code, made.stderr).toBe(0);
           expect(Buffer.from(await p.readFile(ref, "made.txt", { maxBytes: 100 })).toString()).toBe("made\n");
@@ -316,7 +318,7 @@ export function conformanceSuite(
         "refuses a missing file, and a file over maxBytes without returning any of it",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           await expectProviderError(p.readFile(ref, "nope.txt", { maxBytes: 1_000 }), "FILE_NOT_FOUND");
           await expectProviderError(
             p.readFile(ref, "no/such/dir.txt", { maxBytes: 1_000 }),
@@ -343,8 +345,8 @@ export function conformanceSuite(
         "refuses paths outside the home through every entry point",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
-          await p.writeFile(ref, "a/inside.txt", bytes("inside"));
+          const ref = await machines.shared();
+          await p.writeFile(ref, "inside/inside.txt", bytes("inside"));
           for (const path of TRAVERSALS) {
             const label = (entry: string) => `${entry}(${JSON.stringify(path)})`;
             await expectProviderError(
@@ -378,7 +380,7 @@ export function conformanceSuite(
               label("run cwd"),
             );
           }
-          expect(Buffer.from(await p.readFile(ref, "a/inside.txt", { maxBytes: 100 })).toString()).toBe(
+          expect(Buffer.from(await p.readFile(ref, "inside/inside.txt", { maxBytes: 100 })).toString()).toBe(
             "inside",
           );
         },
@@ -873,7 +875,7 @@ export function conformanceSuite(
         "refuses an unknown machine with MACHINE_MISSING",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const unknown = testRef(ref.homeKey, "no-such-machine-0000");
           await expectProviderError(p.settleBrowsers(unknown), "MACHINE_MISSING");
           await expectProviderError(p.closeBrowsers(unknown), "MACHINE_MISSING");
@@ -887,7 +889,7 @@ export function conformanceSuite(
         "keeps stdout and stderr apart and returns non-zero exits",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const both = await collectRun(p, ref, { command: "echo out; echo err >&2", timeoutMs: 5_000 });
           expect(both.stdout).toBe("out\n");
           expect(both.stderr).toBe("err\n");
@@ -911,7 +913,7 @@ export function conformanceSuite(
         "runs in the home with HOME set, the request's env, and none of the server's",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const secret = "CUBICLE_CONFORMANCE_SERVER_ONLY";
           process.env[secret] = "leaked";
           try {
@@ -937,7 +939,7 @@ export function conformanceSuite(
         "times out with 124 and kills the whole process tree",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const started = Date.now();
           const run = await collectRun(p, ref, { command: "sleep 30 & echo $!; sleep 30", timeoutMs: 500 });
           expect(Date.now() - started, "the timeout ended the command promptly").toBeLessThan(10_000);
@@ -954,7 +956,7 @@ export function conformanceSuite(
         "aborts with 130 and kills the whole process tree",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const controller = new AbortController();
           const started = Date.now();
           const run = await collectRun(
@@ -977,7 +979,7 @@ export function conformanceSuite(
         "caps stdout and stderr together and marks the cut once",
         async () => {
           const p = provider();
-          const ref = await machines.fresh();
+          const ref = await machines.shared();
           const run = await collectRun(p, ref, {
             command: "seq 1 300000",
             timeoutMs: 15_000,

@@ -184,19 +184,33 @@ export async function eventually(probe: () => Promise<boolean>, withinMs: number
   }
 }
 
-/** Machines a case made, so each case provisions its own and they are all destroyed afterwards. */
+/**
+ * Machines the cases made: each case's own, destroyed after it, and one shared machine kept for
+ * the whole suite.
+ */
 export class Machines {
   private refs: MachineRef[] = [];
+  private sharedOne: Promise<MachineRef> | undefined;
 
   constructor(private readonly provider: () => SandboxProvider) {}
 
   /** A new machine for a new home key; asserts it came up fresh. */
   async fresh(prefix = "conf"): Promise<MachineRef> {
-    const homeKey = uniqueHomeKey(prefix);
-    const provisioned = await this.provider().provision(testRef(homeKey, null));
-    expect(provisioned.fresh, "provision of a new home key is fresh").toBe(true);
-    expect(typeof provisioned.providerRef).toBe("string");
-    return this.track(testRef(homeKey, provisioned.providerRef));
+    return this.track(await this.provisioned(prefix));
+  }
+
+  /**
+   * One machine for the cases that only run commands and read and write files of their own names
+   * (a machine costs seconds to make, tens on a vendor): made at the first such case and kept
+   * until `destroyAll({ shared: true })`. A case that stops the machine, replaces its home, or
+   * uses its screens or browsers takes a fresh one.
+   */
+  shared(): Promise<MachineRef> {
+    this.sharedOne ??= this.provisioned("shared").catch((error: unknown) => {
+      this.sharedOne = undefined;
+      throw error;
+    });
+    return this.sharedOne;
   }
 
   track(ref: MachineRef): MachineRef {
@@ -204,9 +218,15 @@ export class Machines {
     return ref;
   }
 
-  async destroyAll(): Promise<void> {
+  /** The cases' own machines; with `shared`, the shared one too. */
+  async destroyAll({ shared = false } = {}): Promise<void> {
     const refs = this.refs;
     this.refs = [];
+    if (shared && this.sharedOne) {
+      const one = await this.sharedOne.catch(() => null);
+      this.sharedOne = undefined;
+      if (one) refs.push(one);
+    }
     for (const ref of refs) {
       try {
         await this.provider().destroy(ref);
@@ -214,6 +234,14 @@ export class Machines {
         // Already gone, or the case broke the machine on purpose; cleanup is best effort.
       }
     }
+  }
+
+  private async provisioned(prefix: string): Promise<MachineRef> {
+    const homeKey = uniqueHomeKey(prefix);
+    const provisioned = await this.provider().provision(testRef(homeKey, null));
+    expect(provisioned.fresh, "provision of a new home key is fresh").toBe(true);
+    expect(typeof provisioned.providerRef).toBe("string");
+    return testRef(homeKey, provisioned.providerRef);
   }
 }
 
