@@ -1,4 +1,5 @@
 import { ConfigError } from "./config-error.ts";
+import { withSecretFiles } from "./secret-files.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -20,8 +21,9 @@ export interface EnvReader {
   assertValid(): void;
 }
 
-export function envReader(env: Env): EnvReader {
-  const problems: string[] = [];
+/** With `secrets`, each of those variables may be given as a file instead (withSecretFiles). */
+export function envReader(source: Env, options: { secrets?: readonly string[] } = {}): EnvReader {
+  const { env, problems } = withSecretFiles(source, options.secrets ?? []);
 
   const string = (name: string): string | undefined => {
     const value = env[name]?.trim();

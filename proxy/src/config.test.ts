@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ConfigError } from "@cubicle/config";
 import { describe, expect, it } from "vitest";
 import { parseProxyConfig } from "./config.ts";
@@ -14,6 +17,20 @@ describe("proxy configuration", () => {
       allowedOrigins: ["http://127.0.0.1:3000", "http://localhost:3000"],
       previousCapabilityKeys: [],
     });
+  });
+
+  it("reads the capability key from SCREEN_CAPABILITY_KEY_FILE, and refuses it beside the variable", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cubicle-proxy-secret-"));
+    try {
+      const file = join(dir, "key");
+      writeFileSync(file, `${key}\n`);
+      expect(parseProxyConfig({ SCREEN_CAPABILITY_KEY_FILE: file }).capabilityKey).toBe(key);
+      expect(() =>
+        parseProxyConfig({ SCREEN_CAPABILITY_KEY_FILE: file, SCREEN_CAPABILITY_KEY: key }),
+      ).toThrow("SCREEN_CAPABILITY_KEY and SCREEN_CAPABILITY_KEY_FILE are both set; keep one");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("reads rotation keys, origins and limits", () => {

@@ -27,12 +27,14 @@ export interface ProxyConfig {
 }
 
 export const MIN_KEY_LENGTH = 32;
+/** Variables that may be given as files instead (`<NAME>_FILE`). */
+const PROXY_SECRETS = ["SCREEN_CAPABILITY_KEY", "SCREEN_CAPABILITY_PREVIOUS_KEYS", "METRICS_TOKEN"];
 const DEFAULT_ORIGINS = ["http://127.0.0.1:3000", "http://localhost:3000"];
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** The proxy's environment, parsed once at start; every problem is collected into one ConfigError. */
 export function parseProxyConfig(source: Env): ProxyConfig {
-  const env = envReader(source);
+  const env = envReader(source, { secrets: PROXY_SECRETS });
 
   // secrets: messages about them never echo them
   const capabilityKey = env.string("SCREEN_CAPABILITY_KEY") ?? "";

@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "./config.ts";
@@ -58,6 +60,22 @@ describe("parseConfig", () => {
     const problems = problemsOf({ DATA_DIR: "/data" });
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(/SANDBOX_SUPERVISOR_TOKEN is not set.*at least 32/);
+  });
+
+  it("reads the token from SANDBOX_SUPERVISOR_TOKEN_FILE, and names a file it cannot read", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "cubicle-supervisor-secret-"));
+    try {
+      const file = path.join(dir, "token");
+      writeFileSync(file, `${TOKEN}\n`);
+      expect(parseConfig({ SANDBOX_SUPERVISOR_TOKEN_FILE: file, DATA_DIR: "/data" }).token).toBe(TOKEN);
+      const missing = path.join(dir, "missing");
+      expect(problemsOf({ SANDBOX_SUPERVISOR_TOKEN_FILE: missing, DATA_DIR: "/data" })).toEqual([
+        `SANDBOX_SUPERVISOR_TOKEN_FILE: cannot read ${missing} (no such file)`,
+        expect.stringMatching(/SANDBOX_SUPERVISOR_TOKEN is not set/),
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses a short token without echoing it", () => {

@@ -28,7 +28,8 @@ export const MIN_TOKEN_LENGTH = 32;
  * start lists everything to fix.
  */
 export function parseConfig(source: Env): SupervisorConfig {
-  const env = envReader(source);
+  // the token may be given as a file instead (SANDBOX_SUPERVISOR_TOKEN_FILE)
+  const env = envReader(source, { secrets: ["SANDBOX_SUPERVISOR_TOKEN"] });
 
   // the token is a secret: messages about it never echo it
   const token = env.string("SANDBOX_SUPERVISOR_TOKEN") ?? "";

@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseEnv } from "./env.ts";
@@ -161,6 +163,36 @@ describe("parseEnv overrides", () => {
     expect(env.betterAuthSecret).toBe("auth-secret");
     expect(env.encryptionKey).toBe("enc-key");
     expect(env.previousEncryptionKeys).toEqual(["old-1", "old-2"]);
+  });
+});
+
+describe("parseEnv secrets as files", () => {
+  it("reads each secret's *_FILE, and lists a file it cannot read with the other problems", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "cubicle-api-secrets-"));
+    try {
+      const write = (name: string, value: string) => {
+        writeFileSync(path.join(dir, name), `${value}\n`);
+        return path.join(dir, name);
+      };
+      const env = parseEnv({
+        BETTER_AUTH_SECRET_FILE: write("auth", "auth-secret-from-a-file"),
+        ENCRYPTION_KEY_FILE: write("encryption", "encryption-key-from-a-file"),
+        DATABASE_URL_FILE: write("database", "postgres://cubicle:pw@db:5432/cubicle"),
+        E2B_API_KEY_FILE: write("e2b", "e2b_key_from_a_file"),
+      });
+      expect(env.betterAuthSecret).toBe("auth-secret-from-a-file");
+      expect(env.encryptionKey).toBe("encryption-key-from-a-file");
+      expect(env.databaseUrl).toBe("postgres://cubicle:pw@db:5432/cubicle");
+      expect(env.sandbox.e2bApiKey).toBe("e2b_key_from_a_file");
+
+      const missing = path.join(dir, "missing");
+      expect(errorOf({ SCREEN_CAPABILITY_KEY_FILE: missing, PORT: "0" }).problems).toEqual([
+        `SCREEN_CAPABILITY_KEY_FILE: cannot read ${missing} (no such file)`,
+        "PORT: must be an integer between 1 and 65535",
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ConfigError, invalidTrustedProxies, TRUSTED_PROXY_RULE } from "@cubicle/config";
+import { ConfigError, invalidTrustedProxies, TRUSTED_PROXY_RULE, withSecretFiles } from "@cubicle/config";
 import { PROVIDER_KINDS, type ProviderKind } from "@cubicle/providers/contract";
 import { z } from "zod";
 
@@ -391,15 +391,32 @@ const schema = z
  * Parses the process environment into a typed, frozen object. Call once at startup and pass the
  * result around, so every module sees the same validated values.
  */
-export function parseEnv(source: Record<string, string | undefined>): ApiEnv {
+export function parseEnv(given: Record<string, string | undefined>): ApiEnv {
+  const { env: source, problems } = withSecretFiles(given, API_SECRETS);
   const result = schema.safeParse(source);
-  if (!result.success) {
+  if (!result.success || problems.length > 0) {
     const byVariable = new Map<string, string>();
-    for (const issue of result.error.issues) {
+    for (const issue of result.error?.issues ?? []) {
       const name = String(issue.path[0] ?? "environment");
       if (!byVariable.has(name)) byVariable.set(name, `${name}: ${issue.message}`);
     }
-    throw new ConfigError([...byVariable.values()]);
+    throw new ConfigError([...problems, ...byVariable.values()]);
   }
   return Object.freeze(result.data);
 }
+
+/** Variables that may be given as files instead (`<NAME>_FILE`, as Compose's `secrets:` mount them). */
+const API_SECRETS = [
+  "BETTER_AUTH_SECRET",
+  "ENCRYPTION_KEY",
+  "ENCRYPTION_KEYS_PREVIOUS",
+  "SCREEN_CAPABILITY_KEY",
+  "SCREEN_CAPABILITY_PREVIOUS_KEYS",
+  "SANDBOX_SUPERVISOR_TOKEN",
+  "METRICS_TOKEN",
+  // a Postgres URL holds the database's password
+  "DATABASE_URL",
+  "E2B_API_KEY",
+  "DAYTONA_API_KEY",
+  "BOX_API_KEY",
+];

@@ -9,8 +9,8 @@ const AUTH = "auth-secret-0123456789abcdefghijklmnop";
 const ENC = "encryption-key-0123456789abcdefghijklm";
 const OLD = "old-encryption-key-0123456789abcdefghij";
 const CAP = "screen-capability-key-0123456789abcdefg";
-const MISSING =
-  "missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)";
+const missing = (name: string) =>
+  `${name}: missing (required outside development: set it or ${name}_FILE, or set NODE_ENV=development to generate one under DATA_DIR)`;
 
 let dataDir: string;
 
@@ -114,16 +114,16 @@ describe("resolveSecrets in development", () => {
 describe("resolveSecrets refusals", () => {
   it.each(["production", "test"])("requires every secret in %s", (nodeEnv) => {
     expect(problemsOf({ NODE_ENV: nodeEnv, SCREEN_CAPABILITY_KEY: undefined })).toEqual([
-      `BETTER_AUTH_SECRET: ${MISSING}`,
-      `ENCRYPTION_KEY: ${MISSING}`,
-      `SCREEN_CAPABILITY_KEY: ${MISSING}`,
+      missing("BETTER_AUTH_SECRET"),
+      missing("ENCRYPTION_KEY"),
+      missing("SCREEN_CAPABILITY_KEY"),
     ]);
     expect(fs.existsSync(path.join(dataDir, "secrets"))).toBe(false);
   });
 
   it("defaults to production rules when NODE_ENV is unset", () => {
     expect(problemsOf({ ENCRYPTION_KEY: ENC })).toEqual([
-      "BETTER_AUTH_SECRET: missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)",
+      "BETTER_AUTH_SECRET: missing (required outside development: set it or BETTER_AUTH_SECRET_FILE, or set NODE_ENV=development to generate one under DATA_DIR)",
     ]);
   });
 
@@ -186,7 +186,7 @@ describe("resolveSecrets refusals", () => {
     expect(error).toBeInstanceOf(ConfigError);
     const message = error instanceof Error ? error.message : "";
     expect(message.split("\n")).toEqual([
-      "BETTER_AUTH_SECRET: missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)",
+      "BETTER_AUTH_SECRET: missing (required outside development: set it or BETTER_AUTH_SECRET_FILE, or set NODE_ENV=development to generate one under DATA_DIR)",
       "ENCRYPTION_KEY: shorter than 32 characters",
       "ENCRYPTION_KEY: is a known placeholder",
     ]);
@@ -205,7 +205,7 @@ describe("the supervisor token", () => {
       ENCRYPTION_KEY: ENC,
     });
     expect(problems).toEqual([
-      "SANDBOX_SUPERVISOR_TOKEN: missing (SANDBOX_PROVIDER=docker needs the token the supervisor was started with)",
+      "SANDBOX_SUPERVISOR_TOKEN: missing (SANDBOX_PROVIDER=docker needs the token the supervisor was started with: set it or SANDBOX_SUPERVISOR_TOKEN_FILE)",
     ]);
   });
 
@@ -251,7 +251,7 @@ describe("the screen capability key", () => {
 
   it("is required outside development and checked like the other secrets", () => {
     expect(problemsOf({ ...base, SCREEN_CAPABILITY_KEY: undefined })).toEqual([
-      `SCREEN_CAPABILITY_KEY: ${MISSING}`,
+      missing("SCREEN_CAPABILITY_KEY"),
     ]);
     expect(problemsOf({ ...base, SCREEN_CAPABILITY_KEY: "short" })).toEqual([
       "SCREEN_CAPABILITY_KEY: shorter than 32 characters",

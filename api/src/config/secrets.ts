@@ -135,8 +135,8 @@ export function resolveSecrets(env: ApiEnv): Secrets {
     } else {
       problems.push(
         name === "SANDBOX_SUPERVISOR_TOKEN"
-          ? `${name}: missing (SANDBOX_PROVIDER=docker needs the token the supervisor was started with)`
-          : `${name}: missing (required outside development; set NODE_ENV=development to generate one under DATA_DIR)`,
+          ? `${name}: missing (SANDBOX_PROVIDER=docker needs the token the supervisor was started with: set it or ${name}_FILE)`
+          : `${name}: missing (required outside development: set it or ${name}_FILE, or set NODE_ENV=development to generate one under DATA_DIR)`,
       );
     }
   }
