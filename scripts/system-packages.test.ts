@@ -168,7 +168,7 @@ function uncovered(launches: Launch[]): string[] {
     );
 }
 
-/** The host-side sources: tracked code outside the computer image's rootfs and generated types. */
+/** The host-side sources: tracked code outside the images' own files and generated types. */
 function repositorySources(): string[] {
   return execFileSync("git", ["ls-files", "-z", "--", "*.ts", "*.mjs", "*.js", "*.sh"], {
     cwd: root,
@@ -179,6 +179,8 @@ function repositorySources(): string[] {
       (file) =>
         file !== "" &&
         !file.startsWith("computer-image/rootfs/") &&
+        // scripts that run inside the service images, on the packages their Dockerfile installs
+        !file.startsWith("deploy/images/") &&
         file !== "web/src/api/schema.d.ts" &&
         // this file's own example sources are not launches
         file !== "scripts/system-packages.test.ts" &&

@@ -9,18 +9,33 @@
 // and box-desktop/. They expect ensureSystemPackages() (system-packages.mjs) to have installed
 // docker.io and debootstrap.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { root, runOrExit } from "./run.mjs";
 import { onPath } from "./system-packages.mjs";
+import { ensureWebBuilt } from "./web.mjs";
 
-export const BASE_IMAGE = "debian:bookworm-slim";
 export const COMPUTER_IMAGE = "cubicle-computer:latest";
 export const E2B_DESKTOP_IMAGE = "cubicle-e2b-desktop:latest";
 export const DAYTONA_DESKTOP_IMAGE = "cubicle-daytona-desktop:latest";
 export const BOX_DESKTOP_IMAGE = "cubicle-box-desktop:latest";
+/** The services' images (deploy/images/Dockerfile), each the Dockerfile target of its name. */
+export const SERVICE_IMAGES = ["api", "proxy", "supervisor", "web", "postgres"].map((target) => ({
+  target,
+  image: `cubicle-${target}:latest`,
+}));
 const SOCKET = "unix:///var/run/docker.sock";
+/** The computers' Debian (and this machine's). */
 const SUITE = "bookworm";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -66,9 +81,20 @@ export async function ensureDockerEngine() {
   fail(`dockerd did not come up${exited ? " (it exited)" : " within 60 s"}; see ${log}`);
 }
 
-/** The Debian mirror: $DEBIAN_MIRROR, else the first apt source of this machine whose suite is bookworm. */
-export function debianMirror() {
+/**
+ * The Debian mirror for `suite`: $DEBIAN_MIRROR, else the first apt source of this machine that
+ * lists the suite, else the one that lists this machine's own (bookworm): one archive serves every
+ * suite.
+ */
+export function debianMirror(suite = SUITE) {
   if (process.env.DEBIAN_MIRROR) return process.env.DEBIAN_MIRROR;
+  const mirror = aptSourceFor(suite) ?? aptSourceFor(SUITE);
+  if (mirror) return mirror;
+  fail(`No Debian ${suite} mirror found in the apt configuration; set DEBIAN_MIRROR.`);
+}
+
+/** The URI of the first enabled apt source of this machine that lists `suite`. */
+function aptSourceFor(suite) {
   const dir = "/etc/apt/sources.list.d";
   const files = existsSync(dir)
     ? readdirSync(dir)
@@ -84,7 +110,7 @@ export function debianMirror() {
         if (match) fields[match[1].toLowerCase()] = match[2].split(/\s+/);
       }
       if (fields.enabled?.[0] === "no") continue;
-      if (fields.types?.includes("deb") && fields.suites?.includes(SUITE) && fields.uris?.[0]) {
+      if (fields.types?.includes("deb") && fields.suites?.includes(suite) && fields.uris?.[0]) {
         return fields.uris[0];
       }
     }
@@ -96,23 +122,24 @@ export function debianMirror() {
         .replace(/\[[^\]]*\]/, "")
         .trim()
         .split(/\s+/);
-      if (words[0] === "deb" && words[2] === SUITE) return words[1];
+      if (words[0] === "deb" && words[2] === suite) return words[1];
     }
   }
-  fail(`No Debian ${SUITE} mirror found in the apt configuration; set DEBIAN_MIRROR.`);
+  return undefined;
 }
 
-/** Builds debian:bookworm-slim from a Debian mirror with debootstrap (no registry needed). */
-function buildBaseImage() {
+/** Builds debian:<suite>-slim from a Debian mirror with debootstrap (no registry needed). */
+function buildBaseImage(suite) {
+  const image = debianImage(suite);
   if (process.getuid?.() !== 0 || !onPath("debootstrap")) {
-    fail(`${BASE_IMAGE} is missing, cannot be pulled, and building it needs root and debootstrap.`);
+    fail(`${image} is missing, cannot be pulled, and building it needs root and debootstrap.`);
   }
-  const mirror = debianMirror();
+  const mirror = debianMirror(suite);
   const dir = mkdtempSync(join(tmpdir(), "cubicle-rootfs-"));
   const started = Date.now();
-  console.log(`Building ${BASE_IMAGE} with debootstrap from ${mirror}`);
+  console.log(`Building ${image} with debootstrap from ${mirror}`);
   try {
-    runOrExit("debootstrap", ["--variant=minbase", SUITE, dir, mirror]);
+    runOrExit("debootstrap", ["--variant=minbase", suite, dir, mirror]);
     rmSync(join(dir, "var/cache/apt/archives"), { recursive: true, force: true });
     rmSync(join(dir, "var/lib/apt/lists"), { recursive: true, force: true });
     runOrExit("bash", [
@@ -122,12 +149,25 @@ function buildBaseImage() {
       `tar --numeric-owner -C "$1" -c . | docker import --change 'CMD ["bash"]' - "$2"`,
       "import",
       dir,
-      BASE_IMAGE,
+      image,
     ]);
   } finally {
     removeRootfs(dir);
   }
-  console.log(`Built ${BASE_IMAGE} (${seconds(started)})`);
+  console.log(`Built ${image} (${seconds(started)})`);
+}
+
+const debianImage = (suite) => `debian:${suite}-slim`;
+
+/** Makes sure debian:<suite>-slim exists: pulled where a registry answers, else built with debootstrap. */
+export function ensureDebianImage(suite) {
+  const image = debianImage(suite);
+  if (succeeds("docker", ["image", "inspect", image])) return;
+  console.log(`Pulling ${image}`);
+  if (!succeeds("docker", ["pull", image], { timeout: 30_000 })) {
+    console.log(`Cannot pull ${image}; building it locally.`);
+    buildBaseImage(suite);
+  }
 }
 
 /** Removes a debootstrap directory, unmounting anything debootstrap may have left mounted inside it. */
@@ -144,13 +184,7 @@ function removeRootfs(dir) {
 
 /** Makes sure the base image exists, then builds cubicle-computer:latest (cached layers make it quick). */
 export async function ensureComputerImage() {
-  if (!succeeds("docker", ["image", "inspect", BASE_IMAGE])) {
-    console.log(`Pulling ${BASE_IMAGE}`);
-    if (!succeeds("docker", ["pull", BASE_IMAGE], { timeout: 30_000 })) {
-      console.log(`Cannot pull ${BASE_IMAGE}; building it locally.`);
-      buildBaseImage();
-    }
-  }
+  ensureDebianImage(SUITE);
   const started = Date.now();
   console.log(`Building ${COMPUTER_IMAGE}`);
   runOrExit("docker", [
@@ -205,4 +239,62 @@ function imageVersion(context) {
     { cwd: join(root, context), encoding: "utf8" },
   );
   return result.status === 0 ? result.stdout.slice(0, 12) : "unknown";
+}
+
+/**
+ * Installs one service's production dependencies into .images/<service>/node_modules, with this
+ * machine's npm and its cache (and whatever registry access it has), from the lockfile and every
+ * workspace's manifest: the image build then copies them and needs no network.
+ */
+function stageDependencies(service) {
+  const dir = join(root, ".images", service);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const manifests = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).workspaces.map((workspace) =>
+    join(workspace, "package.json"),
+  );
+  for (const file of ["package.json", "package-lock.json", ...manifests]) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    copyFileSync(join(root, file), join(dir, file));
+  }
+  runOrExit("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--workspace", `@cubicle/${service}`], {
+    cwd: dir,
+  });
+}
+
+/**
+ * Builds the services' images from deploy/images/Dockerfile on debian:trixie-slim (made with
+ * debootstrap when it cannot be pulled), labelled with the version and the git revision; Docker's
+ * layer cache keeps a rebuild to what changed. Returns each image's size in bytes.
+ */
+export function ensureServiceImages() {
+  ensureDebianImage("trixie");
+  ensureWebBuilt();
+  for (const { target } of SERVICE_IMAGES) if (target !== "postgres") stageDependencies(target);
+  const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version;
+  const revision = spawnSync("git", ["rev-parse", "HEAD"], { cwd: root, encoding: "utf8" }).stdout?.trim();
+  const sizes = {};
+  for (const { target, image } of SERVICE_IMAGES) {
+    const started = Date.now();
+    runOrExit("docker", [
+      "build",
+      "--network",
+      "host",
+      "-f",
+      "deploy/images/Dockerfile",
+      "--target",
+      target,
+      "--build-arg",
+      `CUBICLE_VERSION=${version}`,
+      "--build-arg",
+      `CUBICLE_REVISION=${revision || "unknown"}`,
+      "-t",
+      image,
+      ".",
+    ]);
+    const size = spawnSync("docker", ["image", "inspect", "-f", "{{.Size}}", image], { encoding: "utf8" });
+    sizes[image] = Number(size.stdout.trim());
+    console.log(`Built ${image} (${seconds(started)})`);
+  }
+  return sizes;
 }

@@ -8,15 +8,16 @@ import { join } from "node:path";
 import { runOrExit } from "./run.mjs";
 
 /**
- * `commands` says which of the two commands needs the package: `start` runs computers in the local
+ * `commands` says which commands need the package: `images` builds the service and computer images
+ * (docker.io, with debootstrap to build the Debian bases air-gapped); `start` runs computers in the local
  * Docker engine (docker.io, with debootstrap to build the base image air-gapped) and, when the owner
  * picks "this host" or SANDBOX_PROVIDER=desktop, on the host's own X stack; `test` runs all of that
  * plus a real Postgres server, the Chromium that Playwright drives, websockify (the proxy
  * benchmark's reference) and openssl (the VNC password checks' DES, which Node's OpenSSL lacks).
  */
 export const SYSTEM_PACKAGES = [
-  { pkg: "docker.io", programs: ["docker", "dockerd", "iptables"], commands: ["start", "test"] },
-  { pkg: "debootstrap", programs: ["debootstrap"], commands: ["start", "test"] },
+  { pkg: "docker.io", programs: ["docker", "dockerd", "iptables"], commands: ["images", "start", "test"] },
+  { pkg: "debootstrap", programs: ["debootstrap"], commands: ["images", "start", "test"] },
   { pkg: "xvfb", programs: ["Xvfb"], commands: ["start", "test"] },
   { pkg: "x11vnc", programs: ["x11vnc"], commands: ["start", "test"] },
   { pkg: "xdotool", programs: ["xdotool"], commands: ["start", "test"] },
@@ -73,7 +74,7 @@ function present(entry) {
   return entry.programs.every(onPath);
 }
 
-/** The packages `command` ("start" or "test") needs that are not installed here. */
+/** The packages `command` ("images", "start" or "test") needs that are not installed here. */
 export function missingPackages(command) {
   return SYSTEM_PACKAGES.filter((entry) => entry.commands.includes(command) && !present(entry)).map(
     (entry) => entry.pkg,
