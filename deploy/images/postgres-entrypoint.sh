@@ -14,15 +14,15 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
     echo "Cubicle's Postgres cannot start: POSTGRES_PASSWORD_FILE ($POSTGRES_PASSWORD_FILE) is empty" >&2
     exit 78
   }
-  password=$(mktemp)
-  head -n 1 "$POSTGRES_PASSWORD_FILE" | tr -d '\r\n' > "$password"
-  "$bin/initdb" --pgdata="$PGDATA" --username=cubicle --pwfile="$password" \
+  password=$(head -n 1 "$POSTGRES_PASSWORD_FILE" | tr -d '\r\n')
+  pwfile=$(mktemp)
+  printf '%s\n' "$password" > "$pwfile"
+  "$bin/initdb" --pgdata="$PGDATA" --username=cubicle --pwfile="$pwfile" \
     --auth-local=scram-sha-256 --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 >/dev/null
-  rm -f "$password"
+  rm -f "$pwfile"
   echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
   "$bin/pg_ctl" --pgdata="$PGDATA" --options="-c listen_addresses=''" --wait start >/dev/null
-  PGPASSWORD=$(head -n 1 "$POSTGRES_PASSWORD_FILE" | tr -d '\r\n') \
-    "$bin/createdb" --host=/var/run/postgresql --username=cubicle cubicle
+  PGPASSWORD=$password "$bin/createdb" --host=/var/run/postgresql --username=cubicle cubicle
   "$bin/pg_ctl" --pgdata="$PGDATA" --wait stop >/dev/null
 fi
 exec "$bin/postgres" -D "$PGDATA" -c listen_addresses='*' -c unix_socket_directories=/var/run/postgresql
