@@ -53,7 +53,11 @@ export async function startApi(
     (await openDatabase(
       env.databaseUrl ? { databaseUrl: env.databaseUrl } : { pgliteDirectory: join(env.dataDir, "pglite") },
     ));
-  await migrateToLatest(database.db);
+  const migrated = await migrateToLatest(database.db);
+  // replicas starting together share one migration (the migrator's lock): one says what it applied
+  const applied = (migrated.results ?? []).map((result) => result.migrationName);
+  if (applied.length > 0) logger.info({ applied }, "database migrated");
+  else logger.info("database schema up to date");
 
   const audit = new AuditLog(database.db);
   const encryptionKeys = { current: secrets.encryptionKey, previous: secrets.previousEncryptionKeys };

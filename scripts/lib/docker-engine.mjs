@@ -6,20 +6,24 @@
 // emulators/images/e2b-desktop/, on top of the computer image; ensureDaytonaDesktopImage() and
 // ensureBoxDesktopImage() likewise build cubicle-daytona-desktop:latest and
 // cubicle-box-desktop:latest (the Daytona and Box emulators') from emulators/images/daytona-desktop/
-// and box-desktop/. They expect ensureSystemPackages() (system-packages.mjs) to have installed
-// docker.io and debootstrap.
+// and box-desktop/. ensureServiceImages() builds the service images (deploy/images/Dockerfile), and
+// ensureDockerPlugins() installs Compose v2 and buildx where the Docker CLI finds them. They expect
+// ensureSystemPackages() (system-packages.mjs) to have installed docker.io and debootstrap.
 import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
-  copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
+  writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { root, runOrExit } from "./run.mjs";
 import { onPath } from "./system-packages.mjs";
@@ -182,6 +186,47 @@ function removeRootfs(dir) {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/**
+ * Makes `docker compose` (v2) and `docker buildx` (BuildKit, which builds only the stages a target
+ * needs and sends only changed files) work: Debian bookworm's docker.io has neither, so they are
+ * taken from trixie's docker-compose and docker-buildx packages (installed in an image, with no
+ * network beyond Debian's mirror) and placed where the Docker CLI looks for plugins.
+ */
+export function ensureDockerPlugins() {
+  const missing = ["compose", "buildx"].filter((plugin) => !succeeds("docker", [plugin, "version"]));
+  if (missing.length === 0) return;
+  ensureDebianImage("trixie");
+  const image = "cubicle-docker-plugins:latest";
+  console.log(`Installing docker ${missing.join(" and ")} from Debian trixie's packages`);
+  runOrExit("docker", [
+    "build",
+    "--network",
+    "host",
+    "-f",
+    "deploy/images/docker-plugins.Dockerfile",
+    "-t",
+    image,
+    "deploy/images",
+  ]);
+  const container = spawnSync("docker", ["create", image], { encoding: "utf8" }).stdout.trim();
+  const pluginDir =
+    process.getuid?.() === 0
+      ? "/usr/local/lib/docker/cli-plugins"
+      : join(homedir(), ".docker", "cli-plugins");
+  mkdirSync(pluginDir, { recursive: true });
+  try {
+    for (const plugin of missing) {
+      runOrExit("docker", ["cp", `${container}:/usr/libexec/docker/cli-plugins/docker-${plugin}`, pluginDir]);
+    }
+  } finally {
+    spawnSync("docker", ["rm", container], { stdio: "ignore" });
+  }
+  for (const plugin of missing) {
+    if (!succeeds("docker", [plugin, "version"]))
+      fail(`docker ${plugin} does not run after installing it in ${pluginDir}`);
+  }
+}
+
 /** Makes sure the base image exists, then builds cubicle-computer:latest (cached layers make it quick). */
 export async function ensureComputerImage() {
   ensureDebianImage(SUITE);
@@ -242,33 +287,86 @@ function imageVersion(context) {
 }
 
 /**
+ * The workspaces a service runs with (its own and the @cubicle/* packages it depends on, through
+ * theirs), with their manifests stripped of devDependencies: what its image's install is made of.
+ */
+function productionManifests(service) {
+  const read = (file) => JSON.parse(readFileSync(join(root, file), "utf8"));
+  const rootManifest = read("package.json");
+  const byName = new Map(
+    rootManifest.workspaces.map((folder) => [read(join(folder, "package.json")).name, folder]),
+  );
+  const folders = new Set();
+  const visit = (name) => {
+    const folder = byName.get(name);
+    if (!folder || folders.has(folder)) return;
+    folders.add(folder);
+    for (const dependency of Object.keys(read(join(folder, "package.json")).dependencies ?? {}))
+      visit(dependency);
+  };
+  visit(`@cubicle/${service}`);
+  const strip = ({ devDependencies: _, ...manifest }) => manifest;
+  const manifests = { "package.json": { ...strip(rootManifest), workspaces: [...folders] } };
+  for (const folder of folders)
+    manifests[join(folder, "package.json")] = strip(read(join(folder, "package.json")));
+  return manifests;
+}
+
+/**
  * Installs one service's production dependencies into .images/<service>/node_modules, with this
- * machine's npm and its cache (and whatever registry access it has), from the lockfile and every
- * workspace's manifest: the image build then copies them and needs no network.
+ * machine's npm and its cache (and whatever registry access it has): the image build then copies
+ * them and needs no network. The install sees only the service's own workspaces and no
+ * devDependencies, so nothing a developer needs (nor anything another service needs, such as the
+ * dashboard's Next.js) lands in the image; the lockfile still fixes every version. An install is
+ * kept per lockfile and manifests under the user's cache folder, so a fresh clone (CI's) copies it
+ * instead of installing again.
  */
 function stageDependencies(service) {
+  const manifests = productionManifests(service);
+  const lockfile = readFileSync(join(root, "package-lock.json"));
+  const hash = createHash("sha256").update(JSON.stringify(manifests)).update(lockfile);
+  const cacheRoot = join(homedir(), ".cache", "cubicle", "staged");
+  const cached = join(cacheRoot, `${service}-${hash.digest("hex").slice(0, 16)}`);
+  if (!existsSync(join(cached, "node_modules"))) {
+    const fresh = `${cached}.partial`;
+    rmSync(fresh, { recursive: true, force: true });
+    for (const [file, manifest] of Object.entries(manifests)) {
+      mkdirSync(dirname(join(fresh, file)), { recursive: true });
+      writeFileSync(join(fresh, file), JSON.stringify(manifest, null, 2));
+    }
+    writeFileSync(join(fresh, "package-lock.json"), lockfile);
+    // `install`, not `ci`: the lockfile lists workspaces and dev tools this install leaves out
+    runOrExit(
+      "npm",
+      ["install", "--omit=dev", "--no-audit", "--no-fund", "--workspace", `@cubicle/${service}`],
+      {
+        cwd: fresh,
+      },
+    );
+    // older installs of this service are of another lockfile: only the newest is kept
+    for (const name of existsSync(cacheRoot) ? readdirSync(cacheRoot) : []) {
+      if (name.startsWith(`${service}-`) && join(cacheRoot, name) !== fresh) {
+        rmSync(join(cacheRoot, name), { recursive: true, force: true });
+      }
+    }
+    renameSync(fresh, cached);
+  }
   const dir = join(root, ".images", service);
   rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const manifests = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).workspaces.map((workspace) =>
-    join(workspace, "package.json"),
-  );
-  for (const file of ["package.json", "package-lock.json", ...manifests]) {
-    mkdirSync(dirname(join(dir, file)), { recursive: true });
-    copyFileSync(join(root, file), join(dir, file));
-  }
-  runOrExit("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--workspace", `@cubicle/${service}`], {
-    cwd: dir,
+  cpSync(join(cached, "node_modules"), join(dir, "node_modules"), {
+    recursive: true,
+    verbatimSymlinks: true,
   });
 }
 
 /**
  * Builds the services' images from deploy/images/Dockerfile on debian:trixie-slim (made with
  * debootstrap when it cannot be pulled), labelled with the version and the git revision; Docker's
- * layer cache keeps a rebuild to what changed. Returns each image's size in bytes.
+ * layer cache keeps a rebuild to what changed. Prints each image's size.
  */
 export function ensureServiceImages() {
   ensureDebianImage("trixie");
+  ensureDockerPlugins();
   ensureWebBuilt();
   for (const { target } of SERVICE_IMAGES) if (target !== "postgres") stageDependencies(target);
   const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version;
@@ -276,25 +374,33 @@ export function ensureServiceImages() {
   const sizes = {};
   for (const { target, image } of SERVICE_IMAGES) {
     const started = Date.now();
-    runOrExit("docker", [
-      "build",
-      "--network",
-      "host",
-      "-f",
-      "deploy/images/Dockerfile",
-      "--target",
-      target,
-      "--build-arg",
-      `CUBICLE_VERSION=${version}`,
-      "--build-arg",
-      `CUBICLE_REVISION=${revision || "unknown"}`,
-      "-t",
-      image,
-      ".",
-    ]);
+    runOrExit(
+      "docker",
+      [
+        "build",
+        "--network",
+        "host",
+        "-f",
+        "deploy/images/Dockerfile",
+        "--target",
+        target,
+        // labels last, as flags: a new revision must not invalidate the cached layers
+        "--label",
+        `org.opencontainers.image.version=${version}`,
+        "--label",
+        `org.opencontainers.image.revision=${revision || "unknown"}`,
+        "-t",
+        image,
+        ".",
+      ],
+      { env: { ...process.env, DOCKER_BUILDKIT: "1" } },
+    );
     const size = spawnSync("docker", ["image", "inspect", "-f", "{{.Size}}", image], { encoding: "utf8" });
     sizes[image] = Number(size.stdout.trim());
     console.log(`Built ${image} (${seconds(started)})`);
   }
-  return sizes;
+  console.log("\nImages:");
+  for (const [image, bytes] of Object.entries(sizes)) {
+    console.log(`  ${image.padEnd(28)} ${(bytes / 1024 / 1024).toFixed(0).padStart(5)} MiB`);
+  }
 }

@@ -26,6 +26,7 @@ describe("parseConfig", () => {
       homesDir: path.join("/srv/cubicle", "homes"),
       image: "cubicle-computer:latest",
       network: "cubicle-computers",
+      screenHost: "127.0.0.1",
       memoryMb: 2048,
       cpus: 1,
       pidsLimit: 512,
@@ -43,8 +44,10 @@ describe("parseConfig", () => {
       SUPERVISOR_CPUS: "1.5",
       SUPERVISOR_PIDS_LIMIT: "",
       SUPERVISOR_HOST_FIREWALL: "off",
+      SUPERVISOR_SCREEN_HOST: "172.31.0.1",
     });
     expect(config).toMatchObject({
+      screenHost: "172.31.0.1",
       host: "0.0.0.0",
       port: 0,
       token: TOKEN,
@@ -90,12 +93,14 @@ describe("parseConfig", () => {
       SUPERVISOR_CPUS: "lots",
       SUPERVISOR_MEMORY_MB: "12",
       SUPERVISOR_HOST_FIREWALL: "maybe",
+      SUPERVISOR_SCREEN_HOST: "0.0.0.0",
     });
-    expect(problems).toHaveLength(6);
+    expect(problems).toHaveLength(7);
     expect(problems.join("\n")).toMatch(/DATA_DIR is not set/);
     expect(problems.join("\n")).toMatch(/SUPERVISOR_PORT must be a whole number from 0 to 65535/);
     expect(problems.join("\n")).toMatch(/SUPERVISOR_CPUS/);
     expect(problems.join("\n")).toMatch(/SUPERVISOR_MEMORY_MB/);
     expect(problems.join("\n")).toMatch(/SUPERVISOR_HOST_FIREWALL/);
+    expect(problems.join("\n")).toMatch(/SUPERVISOR_SCREEN_HOST must be one IPv4 address/);
   });
 });

@@ -1,3 +1,4 @@
+import { isIPv4 } from "node:net";
 import path from "node:path";
 import { type Env, envReader } from "@cubicle/config";
 import { DEFAULT_SUPERVISOR_PORT } from "./wire.ts";
@@ -14,6 +15,12 @@ export interface SupervisorConfig {
   readonly homesDir: string;
   readonly image: string;
   readonly network: string;
+  /**
+   * The host address computers' screen ports are published on, and the one the screen proxy dials:
+   * loopback when the proxy runs on the host (`npm start`); in the Compose stack, the gateway of a
+   * network only the proxy joins (docker-compose.yml, `screens`).
+   */
+  readonly screenHost: string;
   readonly memoryMb: number;
   readonly cpus: number;
   readonly pidsLimit: number;
@@ -63,6 +70,13 @@ export function parseConfig(source: Env): SupervisorConfig {
     env.problem(`SUPERVISOR_HOST_FIREWALL must be "auto" or "off" (got "${firewall}")`);
   }
 
+  const screenHost = env.string("SUPERVISOR_SCREEN_HOST") ?? "127.0.0.1";
+  if (!isIPv4(screenHost) || screenHost === "0.0.0.0") {
+    env.problem(
+      `SUPERVISOR_SCREEN_HOST must be one IPv4 address of this host, not every one (got "${screenHost}")`,
+    );
+  }
+
   const config: SupervisorConfig = {
     host: env.string("SUPERVISOR_HOST") ?? "127.0.0.1",
     // 0 picks a free port (tests)
@@ -72,6 +86,7 @@ export function parseConfig(source: Env): SupervisorConfig {
     homesDir: path.join(dataDir, "homes"),
     image: env.string("SUPERVISOR_IMAGE") ?? "cubicle-computer:latest",
     network: env.string("SUPERVISOR_NETWORK") ?? "cubicle-computers",
+    screenHost,
     memoryMb: env.integer("SUPERVISOR_MEMORY_MB", 2048, 256, 1_048_576),
     cpus,
     pidsLimit: env.integer("SUPERVISOR_PIDS_LIMIT", 512, 64, 1_000_000),

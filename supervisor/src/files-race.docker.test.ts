@@ -23,8 +23,8 @@ import type { ComputerRef } from "./wire.ts";
  * (SWAPS_PER_KIND at least), and on the code before resolve-and-open was one step these counts
  * leaked on every run (a quarter of the writes went outside the home).
  */
-const SMALL_OPS = 500;
-const ARCHIVE_OPS = 40;
+const SMALL_OPS = 300;
+const ARCHIVE_OPS = 20;
 const SWAPS_PER_KIND = 2_000;
 const CONCURRENCY = 8;
 /** The race gives up after this long per kind, and then fails on the count. */

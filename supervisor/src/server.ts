@@ -1,8 +1,10 @@
 import type { IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import Docker from "dockerode";
 import { createApp } from "./app.ts";
 import type { SupervisorConfig } from "./config.ts";
+import { checkDataDirMount } from "./containers/docker/data-dir-mount.ts";
 import { DockerContainerManager } from "./containers/docker/index.ts";
 import type { ContainerManager } from "./containers/manager.ts";
 
@@ -24,6 +26,7 @@ export async function startSupervisor(
   let manager = options.manager;
   if (!manager) {
     const docker = new DockerContainerManager(config);
+    await checkDataDirMount(new Docker(), config.dataDir);
     await docker.prepare().catch((error: unknown) => {
       log(
         `Docker is not ready yet (${error instanceof Error ? error.message : String(error)}); will retry on use`,

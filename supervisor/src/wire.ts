@@ -86,14 +86,17 @@ export interface ScreenInfo {
   index: number;
   /** X display inside the container, e.g. ":1". */
   display: string;
-  /** Host port (on 127.0.0.1) of the view-only VNC server. */
+  /** The address the screen's ports are published on (SUPERVISOR_SCREEN_HOST). */
+  host: string;
+  /** Port on `host` of the view-only VNC server. */
   viewPort: number;
   viewPassword: string;
 }
 
 export interface ControlInfo {
   index: number;
-  /** Host port (on 127.0.0.1) of the control VNC server. */
+  host: string;
+  /** Port on `host` of the control VNC server. */
   controlPort: number;
 }
 

@@ -111,6 +111,16 @@ describe("parseEnv overrides", () => {
     },
   );
 
+  it("puts DATABASE_PASSWORD into DATABASE_URL, encoded, and refuses it without a URL", () => {
+    expect(
+      parseEnv({ DATABASE_URL: "postgres://cubicle@db:5432/cubicle", DATABASE_PASSWORD: "p@ss/word:1" })
+        .databaseUrl,
+    ).toBe("postgres://cubicle:p%40ss%2Fword%3A1@db:5432/cubicle");
+    const problems = errorOf({ DATABASE_PASSWORD: "p@ss/word:1" }).problems;
+    expect(problems).toEqual([expect.stringMatching(/^DATABASE_PASSWORD: is set but DATABASE_URL is not/)]);
+    expect(problems.join("\n")).not.toContain("p@ss");
+  });
+
   it("normalizes PUBLIC_URL to an origin and always trusts it", () => {
     const env = parseEnv({
       PUBLIC_URL: "https://cubicle.example.com/",

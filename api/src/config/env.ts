@@ -198,6 +198,9 @@ const schema = z
       }
       return v;
     }),
+    // The Postgres server's password alone (the same secret file Postgres starts with), put into
+    // DATABASE_URL, so a deployment keeps one copy of it
+    DATABASE_PASSWORD: optionalTrimmed,
     PUBLIC_URL: optionalTrimmed.transform((v, ctx) => {
       if (v === undefined) return undefined;
       const origin = toOrigin(v);
@@ -336,6 +339,13 @@ const schema = z
         message: `must be from ${minSessionMs} to ${SESSION_LEASE_MS.max} milliseconds`,
       });
     }
+    if (raw.DATABASE_PASSWORD !== undefined && raw.DATABASE_URL === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["DATABASE_PASSWORD"],
+        message: "is set but DATABASE_URL is not; set DATABASE_URL to the server's URL without the password",
+      });
+    }
     const publicUrl = raw.PUBLIC_URL ?? `http://127.0.0.1:${raw.PORT}`;
     // The API's own origin must always be trusted or its own pages could not call it.
     const trustedOrigins = [...new Set([publicUrl, ...(raw.TRUSTED_ORIGINS ?? DEFAULT_WEB_ORIGINS)])];
@@ -344,7 +354,7 @@ const schema = z
       host: raw.HOST,
       port: raw.PORT,
       dataDir: raw.DATA_DIR,
-      databaseUrl: raw.DATABASE_URL,
+      databaseUrl: withPassword(raw.DATABASE_URL, raw.DATABASE_PASSWORD),
       publicUrl,
       trustedOrigins: Object.freeze(trustedOrigins),
       logLevel: raw.LOG_LEVEL,
@@ -387,6 +397,13 @@ const schema = z
     };
   });
 
+function withPassword(url: string | undefined, password: string | undefined): string | undefined {
+  if (url === undefined || password === undefined) return url;
+  const withIt = new URL(url);
+  withIt.password = encodeURIComponent(password);
+  return withIt.toString();
+}
+
 /**
  * Parses the process environment into a typed, frozen object. Call once at startup and pass the
  * result around, so every module sees the same validated values.
@@ -416,6 +433,7 @@ const API_SECRETS = [
   "METRICS_TOKEN",
   // a Postgres URL holds the database's password
   "DATABASE_URL",
+  "DATABASE_PASSWORD",
   "E2B_API_KEY",
   "DAYTONA_API_KEY",
   "BOX_API_KEY",

@@ -82,11 +82,13 @@ export class TestClient {
   constructor(
     readonly baseUrl: string,
     private readonly responses: string[],
+    /** The dashboard's origin, sent with cookie calls (the api checks it). */
+    readonly origin = TRUSTED_ORIGIN,
   ) {}
 
   /** The same person (cookie jar) calling another replica of the deployment. */
   at(baseUrl: string): TestClient {
-    const other = new TestClient(baseUrl, this.responses);
+    const other = new TestClient(baseUrl, this.responses, this.origin);
     other.cookies = this.cookies;
     other.userId = this.userId;
     other.email = this.email;
@@ -114,7 +116,7 @@ export class TestClient {
     if (options.apiKey) headers.set("x-api-key", options.apiKey);
     else if (this.cookies.size > 0) {
       headers.set("cookie", [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; "));
-      if (!headers.has("origin")) headers.set("origin", TRUSTED_ORIGIN);
+      if (!headers.has("origin")) headers.set("origin", this.origin);
     }
     return headers;
   }

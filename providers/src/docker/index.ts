@@ -88,7 +88,7 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
       requireScreen(index);
       await requireMachine(ref, { running: true });
       const screen = await translated(() => supervisor.openScreen(computer(ref), index));
-      return { kind: "vnc", host: "127.0.0.1", port: screen.viewPort, password: screen.viewPassword };
+      return { kind: "vnc", host: screen.host, port: screen.viewPort, password: screen.viewPassword };
     },
 
     async openControl(ref, index, password) {
@@ -97,7 +97,7 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
       await requireMachine(ref, { running: true });
       // the computer keeps the server when it already runs with this password (control-open)
       const control = await translated(() => supervisor.openControl(computer(ref), index, password));
-      return { kind: "vnc", host: "127.0.0.1", port: control.controlPort, password };
+      return { kind: "vnc", host: control.host, port: control.controlPort, password };
     },
 
     async closeControl(ref, index) {

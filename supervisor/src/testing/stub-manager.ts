@@ -57,7 +57,13 @@ export function stubManager(): ContainerManager & { calls: StubCall[] } {
     },
     openScreen: async (ref, index) => {
       calls.push({ method: "openScreen", ref, args: [index] });
-      return { index, display: `:${index + 1}`, viewPort: 40_000 + index, viewPassword: "password" };
+      return {
+        index,
+        display: `:${index + 1}`,
+        host: "127.0.0.1",
+        viewPort: 40_000 + index,
+        viewPassword: "password",
+      };
     },
     closeScreen: unused("closeScreen"),
     openControl: unused("openControl"),

@@ -197,7 +197,7 @@ export class DockerContainerManager implements ContainerManager {
     if (!isRunning(found.info)) {
       return { homeKey: ref.homeKey, status: "stopped", providerRef: found.info.Id, screens: [], ports: {} };
     }
-    const ports = hostPorts(found.info);
+    const ports = hostPorts(found.info, this.config.screenHost);
     const running = await screens
       .screensOf(found.container, (port) => ports[String(port)] ?? null)
       .catch((error: unknown) => {
@@ -347,7 +347,7 @@ export class DockerContainerManager implements ContainerManager {
   private async screenComputer(ref: ComputerRef, index: number) {
     assertScreen(index);
     const found = await runningComputer(this.docker, ref);
-    const ports = hostPorts(found.info);
+    const ports = hostPorts(found.info, this.config.screenHost);
     const hostPort = (port: number) => {
       const published = ports[String(port)];
       if (published === undefined) {
@@ -367,6 +367,7 @@ export class DockerContainerManager implements ContainerManager {
     return {
       index,
       display: screens.displayOf(index),
+      host: this.config.screenHost,
       viewPort: hostPort(screens.viewPortOf(index)),
       viewPassword,
     };
@@ -387,7 +388,7 @@ export class DockerContainerManager implements ContainerManager {
     const { container, hostPort } = await this.screenComputer(ref, index);
     await screens.ensureScreen(container, index);
     await screens.openControl(container, index, password);
-    return { index, controlPort: hostPort(screens.controlPortOf(index)) };
+    return { index, host: this.config.screenHost, controlPort: hostPort(screens.controlPortOf(index)) };
   }
 
   async closeControl(ref: ComputerRef, index: number): Promise<void> {

@@ -24,7 +24,7 @@ export const containerName = (homeKey: string) => `cubicle-${homeKey}`;
  * How a computer's container is made (docs/architecture.md, "The Docker computer"): the image's
  * non-root user, no new privileges, every capability dropped (the image needs none: everything in
  * it runs as that user), memory, CPU and process limits, the home bind-mounted, the screen ports
- * published on loopback only on ports Docker picks.
+ * published only on the screen host address (loopback by default) on ports Docker picks.
  */
 export function containerSpec(
   config: SupervisorConfig,
@@ -53,7 +53,7 @@ export function containerSpec(
       NanoCpus: Math.round(config.cpus * 1e9),
       PidsLimit: config.pidsLimit,
       PortBindings: Object.fromEntries(
-        SCREEN_PORTS.map((port) => [`${port}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]),
+        SCREEN_PORTS.map((port) => [`${port}/tcp`, [{ HostIp: config.screenHost, HostPort: "" }]]),
       ),
       NetworkMode: config.network,
       RestartPolicy: { Name: "no" },
@@ -75,11 +75,14 @@ export function containerSpec(
   };
 }
 
-/** Host ports by container port, from `docker inspect` (they change each time the container starts). */
-export function hostPorts(info: Docker.ContainerInspectInfo): Record<string, number> {
+/**
+ * Host ports on `screenHost` by container port, from `docker inspect` (they change each time the
+ * container starts).
+ */
+export function hostPorts(info: Docker.ContainerInspectInfo, screenHost: string): Record<string, number> {
   const ports: Record<string, number> = {};
   for (const [key, bindings] of Object.entries(info.NetworkSettings?.Ports ?? {})) {
-    const binding = bindings?.find((b) => b.HostIp === "127.0.0.1") ?? bindings?.[0];
+    const binding = bindings?.find((b) => b.HostIp === screenHost);
     const port = Number(binding?.HostPort);
     if (Number.isInteger(port) && port > 0) ports[key.replace("/tcp", "")] = port;
   }

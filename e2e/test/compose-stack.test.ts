@@ -1,0 +1,383 @@
+/**
+ * The production stack (docker-compose.yml) as an operator brings it up (README "Deploy"): the
+ * images `npm test` built with `npm run images`, `npm run deploy:init`, then Compose v2. Everything
+ * after that is over HTTP, as a user or an automation would: sign up, a workspace, a bot, a
+ * session running a command in a real computer, a view capability read through the proxy's
+ * WebSocket. Then what the deployment promises: non-root services with production dependencies
+ * only, the socket in the supervisor alone, only web and proxy published, computers cut off from
+ * every other service and the host, data kept across `down` and `up`, a missing secret named.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { findFreePort } from "@cubicle/db/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
+import { openScreenSocket } from "../../api/test/support/screen-socket.ts";
+import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
+
+const repoRoot = resolve(import.meta.dirname, "..", "..");
+const PROJECT = "cubicle-smoke";
+const SERVICES = ["postgres", "api", "supervisor", "proxy", "web"] as const;
+const UP_TIMEOUT_MS = 300_000;
+const PASSWORD = "correct horse battery staple";
+
+/**
+ * Runs a command to its end without blocking the event loop: a test process frozen in spawnSync
+ * misses its HTTP client's sockets closing and then sends on a dead one.
+ */
+function run(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((done) => {
+    const child = spawn(command, args, { cwd: repoRoot, env: { ...process.env, ...env } });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), UP_TIMEOUT_MS);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      done({ code, output });
+    });
+  });
+}
+
+async function docker(...args: string[]): Promise<string> {
+  const result = await run("docker", args);
+  if (result.code !== 0) throw new Error(`docker ${args.join(" ")} failed:\n${result.output}`);
+  return result.output.trim();
+}
+
+const inspect = async (name: string) => JSON.parse(await docker("inspect", name))[0];
+
+describe("the Compose stack", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cubicle-compose-"));
+  const secrets = join(dir, "secrets");
+  const envFile = join(dir, ".env");
+  const tag = randomBytes(3).toString("hex");
+  let stackEnv: Record<string, string>;
+  let webUrl: string;
+  let hostListener: Server;
+  let hostPort: number;
+
+  const compose = (args: string[], env: Record<string, string> = {}) =>
+    run("docker", ["compose", "-p", PROJECT, "--env-file", envFile, "-f", "docker-compose.yml", ...args], {
+      ...stackEnv,
+      ...env,
+    });
+  const up = async (env: Record<string, string> = {}) => {
+    const result = await compose(["up", "-d", "--wait", "--wait-timeout", "240"], env);
+    if (result.code !== 0) {
+      const logs = (await compose(["logs", "--no-color", "--tail", "40"])).output;
+      throw new Error(`docker compose up failed:\n${result.output}\n${logs}`);
+    }
+  };
+  const containerOf = async (service: string) =>
+    (
+      await docker(
+        "ps",
+        "-q",
+        "--filter",
+        `label=com.docker.compose.project=${PROJECT}`,
+        "--filter",
+        `label=com.docker.compose.service=${service}`,
+      )
+    )
+      .split("\n")
+      .filter(Boolean);
+
+  // what the journey made, checked again after `down` and `up`
+  const made = {
+    email: `owner-${tag}@example.com`,
+    workspaceId: "",
+    botId: "",
+    computerId: "",
+    owner: undefined as TestClient | undefined,
+    session: undefined as OpenedSession | undefined,
+  };
+  // the session stays open across the checks of the running computer, heartbeating as a working
+  // automation does so that its lease does not lapse meanwhile
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+
+  beforeAll(async () => {
+    // the homes folder is a host path the supervisor sees at the same path: it must be traversable
+    chmodSync(dir, 0o755);
+    const [webPort, proxyPort] = [await findFreePort(), await findFreePort()];
+    webUrl = `http://127.0.0.1:${webPort}`;
+    stackEnv = {
+      CUBICLE_WEB_PORT: String(webPort),
+      CUBICLE_PROXY_PORT: String(proxyPort),
+      CUBICLE_PUBLIC_URL: webUrl,
+      CUBICLE_PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
+      // subnets of its own, so an operator's stack on this engine is left alone
+      CUBICLE_EDGE_SUBNET: "172.31.241.0/24",
+      CUBICLE_SCREENS_SUBNET: "172.31.240.0/24",
+      CUBICLE_SCREENS_GATEWAY: "172.31.240.1",
+      // two api replicas behind the same dashboard, proxy and database, from the first start
+      CUBICLE_API_REPLICAS: "2",
+      SANDBOX_IDLE_MS: "10000",
+    };
+    await compose(["down", "--volumes", "--remove-orphans"]);
+    const init = await run("node", ["scripts/deploy-init.mjs"], {
+      CUBICLE_SECRETS_DIR: secrets,
+      CUBICLE_HOMES_DIR: join(dir, "data"),
+      CUBICLE_ENV_FILE: envFile,
+      SANDBOX_PROVIDER: "docker",
+    });
+    expect(init.code, init.output).toBe(0);
+    // a service on every address of the host, which computers must still not reach
+    hostListener = createServer((socket) => socket.end("host\n"));
+    await new Promise<void>((done) => hostListener.listen(0, "0.0.0.0", done));
+    hostPort = (hostListener.address() as { port: number }).port;
+  }, UP_TIMEOUT_MS);
+
+  afterAll(async () => {
+    clearInterval(heartbeat);
+    await compose(["down", "--volumes", "--remove-orphans"]);
+    // the computers the stack's supervisor made are not Compose's
+    if (made.workspaceId) {
+      const computers = await run("docker", [
+        "ps",
+        "-aq",
+        "--filter",
+        `label=cubicle.workspaceId=${made.workspaceId}`,
+      ]);
+      const ids = computers.output.split("\n").filter(Boolean);
+      if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
+    }
+    await new Promise((done) => hostListener?.close(done));
+    rmSync(dir, { recursive: true, force: true });
+  }, UP_TIMEOUT_MS);
+
+  it(
+    "refuses to come up without a secret file, naming it",
+    async () => {
+      const partial = join(dir, "partial-secrets");
+      cpSync(secrets, partial, { recursive: true });
+      rmSync(join(partial, "encryption_key"));
+      const result = await compose(["up", "-d"], { CUBICLE_SECRETS_DIR: partial });
+      expect(result.code).not.toBe(0);
+      expect(result.output).toContain("encryption_key");
+      await compose(["down", "--remove-orphans"]);
+    },
+    UP_TIMEOUT_MS,
+  );
+
+  it(
+    "comes up healthy, and runs a session in a real computer with its screen through the proxy, over HTTP",
+    async () => {
+      await up();
+      const owner = new TestClient(webUrl, [], webUrl);
+      // as the dashboard's sign-up page does: its origin on every call
+      const signUp = { email: made.email, password: PASSWORD, name: "Owner" };
+      expectStatus(await owner.post("/api/auth/sign-up/email", signUp, { headers: { origin: webUrl } }), 200);
+      made.owner = owner;
+      made.workspaceId = expectStatus(
+        await owner.post("/v1/workspaces", { name: `Smoke ${tag}` }),
+        201,
+      ).json.id;
+      const bot = await createBot(owner, made.workspaceId, "team");
+      made.botId = bot.id;
+      made.computerId = bot.computerId;
+
+      const sessions = new SessionClient({ client: owner }, made.workspaceId);
+      const session = await sessions.opened(bot.id);
+      made.session = session;
+      heartbeat = setInterval(() => void sessions.heartbeat(session), 10_000);
+      const shell = await sessions.shell(session, {
+        command: "echo hello from $(id -un) && printf kept > kept.txt",
+      });
+      expect(shell.exit?.code).toBe(0);
+      expect(shell.stdout).toBe("hello from cubicle\n");
+
+      const screens = `/v1/workspaces/${made.workspaceId}/computers/${bot.computerId}/screens/0`;
+      const capability = expectStatus(
+        await owner.post(`${screens}/capabilities`, { mode: "view" }),
+        201,
+      ).json;
+      expect(capability.url).toBe(`${stackEnv.CUBICLE_PROXY_PUBLIC_URL}/screen`);
+      const screen = await openScreenSocket(capability.url.replace(/\/screen$/, ""), capability.token, {
+        origin: webUrl,
+      });
+      try {
+        expect(screen.rfb.width).toBeGreaterThan(0);
+        screen.rfb.requestUpdate();
+        expect((await screen.rfb.readUpdate()).length).toBeGreaterThan(0);
+      } finally {
+        screen.ws.close();
+      }
+    },
+    UP_TIMEOUT_MS,
+  );
+
+  it("runs two api replicas that both serve, migrated once", async () => {
+    const replicas = await containerOf("api");
+    expect(replicas).toHaveLength(2);
+    const said: string[] = [];
+    for (const replica of replicas) {
+      const networks = (await inspect(replica)).NetworkSettings.Networks as Record<
+        string,
+        { IPAddress: string }
+      >;
+      const ip = networks[`${PROJECT}_edge`]?.IPAddress;
+      expect((await fetch(`http://${ip}:3100/health`)).status, `replica ${ip}`).toBe(200);
+      const logs = (await run("docker", ["logs", replica])).output;
+      if (logs.includes('"database migrated"')) said.push("migrated");
+      else if (logs.includes('"database schema up to date"')) said.push("up to date");
+      else said.push(`neither: ${logs.slice(0, 500)}`);
+    }
+    expect(said.sort()).toEqual(["migrated", "up to date"]);
+  });
+
+  it("runs every service as a user other than root, from images without dev dependencies", async () => {
+    // what only development needs: what the lockfile marks dev, and the manifests' devDependencies
+    // that nothing installs for production (@types/node, say, is a dependency of protobufjs)
+    const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8"));
+    const entries = lock.packages as Record<
+      string,
+      { dev?: boolean; devOptional?: boolean; devDependencies?: Record<string, string> }
+    >;
+    const devDependencies = new Set<string>();
+    for (const [path, entry] of Object.entries(entries)) {
+      if (path.includes("node_modules")) continue;
+      for (const name of Object.keys(entry.devDependencies ?? {})) devDependencies.add(name);
+    }
+    const devOnly = Object.entries(entries)
+      .filter(([path]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path))
+      .map(([path, entry]) => ({ name: path.slice("node_modules/".length), entry }))
+      .filter(({ name, entry }) => entry.dev || (entry.devOptional && devDependencies.has(name)))
+      .map(({ name }) => name);
+    expect(devOnly).toContain("vitest");
+    for (const service of SERVICES) {
+      const [container] = await containerOf(service);
+      if (!container) throw new Error(`${service} does not run`);
+      const info = await inspect(container);
+      expect(["", "0", "root"], `${service}'s image user`).not.toContain(info.Config.User.split(":")[0]);
+      expect(await docker("exec", container, "id", "-u"), `${service}'s uid`).not.toBe("0");
+      if (service === "postgres") continue;
+      const listDev = 'for name in "$@"; do [ -e "/app/node_modules/$name" ] && echo "$name"; done; true';
+      const found = await docker("exec", container, "sh", "-c", listDev, "sh", ...devOnly);
+      expect(found, `${service}'s dev dependencies`).toBe("");
+      // and what it runs with: the api, proxy and supervisor load TypeScript with tsx, the web runs Next
+      const runtime = service === "web" ? "next" : "tsx";
+      expect(await docker("exec", container, "ls", "/app/node_modules"), `${service}'s runtime`).toContain(
+        runtime,
+      );
+    }
+  });
+
+  it("mounts the Docker socket in the supervisor alone, and publishes only web and proxy", async () => {
+    const project = await docker("ps", "-q", "--filter", `label=com.docker.compose.project=${PROJECT}`);
+    const withSocket: string[] = [];
+    const published: string[] = [];
+    for (const id of project.split("\n")) {
+      const info = await inspect(id);
+      const service = info.Config.Labels["com.docker.compose.service"];
+      if (info.Mounts.some((m: { Source: string }) => m.Source === "/var/run/docker.sock"))
+        withSocket.push(service);
+      for (const bindings of Object.values(info.NetworkSettings.Ports ?? {}) as (
+        | { HostIp: string }[]
+        | null
+      )[])
+        for (const binding of bindings ?? []) published.push(`${service} on ${binding.HostIp}`);
+    }
+    expect(withSocket).toEqual(["supervisor"]);
+    expect(published.sort()).toEqual(["proxy on 127.0.0.1", "web on 127.0.0.1"]);
+  });
+
+  it("leaves the computer no way to the database, the api, the supervisor or the host", async () => {
+    const [computer] = (
+      await docker("ps", "-q", "--filter", `label=cubicle.computerId=${made.computerId}`)
+    ).split("\n");
+    if (!computer) throw new Error("the bot's computer does not run");
+    const addressesOf = async (service: string) => {
+      const [container] = await containerOf(service);
+      const networks = (await inspect(container as string)).NetworkSettings.Networks;
+      return Object.values(networks as Record<string, { IPAddress: string }>).map(
+        (network) => network.IPAddress,
+      );
+    };
+    const gateway = (await inspect(computer)).NetworkSettings.Networks["cubicle-computers"].Gateway as string;
+    const targets = [
+      ...(await addressesOf("postgres")).map((ip) => `postgres ${ip} 5432`),
+      ...(await addressesOf("api")).map((ip) => `api ${ip} 3100`),
+      ...(await addressesOf("supervisor")).map((ip) => `supervisor ${ip} 7091`),
+      `host ${gateway} ${hostPort}`,
+      `host ${stackEnv.CUBICLE_SCREENS_GATEWAY} ${hostPort}`,
+    ];
+    const probe = async (ip: string, port: string) =>
+      (
+        await run("docker", [
+          "exec",
+          computer,
+          "timeout",
+          "3",
+          "bash",
+          "-c",
+          `exec 3<>/dev/tcp/${ip}/${port}`,
+        ])
+      ).code;
+    // the probe itself works: the computer reaches its own screen's server
+    expect(await probe("127.0.0.1", "6080")).toBe(0);
+    const outcomes = await Promise.all(
+      targets.map(async (target) => {
+        const [, ip, port] = target.split(" ");
+        return (await probe(ip as string, port as string)) === 0 ? target : null;
+      }),
+    );
+    expect(outcomes.filter(Boolean)).toEqual([]);
+  });
+
+  it(
+    "suspends the idle computer once, whichever replica sees it first",
+    async () => {
+      clearInterval(heartbeat);
+      const owner = made.owner as TestClient;
+      const sessions = new SessionClient({ client: owner }, made.workspaceId);
+      expectStatus(await sessions.end(made.session as OpenedSession, "success"), 200);
+      const computer = `/v1/workspaces/${made.workspaceId}/computers/${made.computerId}`;
+      const deadline = Date.now() + 120_000;
+      while (expectStatus(await owner.get(computer), 200).json.state !== "suspended") {
+        expect(Date.now(), "the computer is suspended within two minutes").toBeLessThan(deadline);
+        await new Promise((done) => setTimeout(done, 1_000));
+      }
+      // both replicas run the job every second: give the other one its chances
+      await new Promise((done) => setTimeout(done, 3_000));
+      const audit = `/v1/workspaces/${made.workspaceId}/audit-events?action=computer.stopped&targetId=${made.computerId}`;
+      const events = expectStatus(await owner.get(audit), 200).json.items;
+      expect(events.map((event: { data: { reason: string } }) => event.data.reason)).toEqual(["idle"]);
+    },
+    UP_TIMEOUT_MS,
+  );
+
+  it(
+    "keeps the account, the workspace, the bot and the computer's files across down and up",
+    async () => {
+      const down = await compose(["down"]);
+      expect(down.code, down.output).toBe(0);
+      expect(await containerOf("api")).toEqual([]);
+      await up();
+      const owner = new TestClient(webUrl, [], webUrl);
+      const signIn = { email: made.email, password: PASSWORD };
+      expectStatus(await owner.post("/api/auth/sign-in/email", signIn, { headers: { origin: webUrl } }), 200);
+      const workspaces = expectStatus(await owner.get("/v1/workspaces"), 200).json;
+      expect(JSON.stringify(workspaces)).toContain(made.workspaceId);
+      const bots = expectStatus(await owner.get(`/v1/workspaces/${made.workspaceId}/bots`), 200).json;
+      expect(JSON.stringify(bots)).toContain(made.botId);
+      const sessions = new SessionClient({ client: owner }, made.workspaceId);
+      const session = await sessions.opened(made.botId);
+      expect(expectStatus(await sessions.read(session, "kept.txt"), 200).text).toBe("kept");
+      expectStatus(await sessions.end(session, "success"), 200);
+    },
+    UP_TIMEOUT_MS,
+  );
+});
