@@ -7,93 +7,30 @@
  * only, the socket in the supervisor alone, only web and proxy published, computers cut off from
  * every other service and the host, data kept across `down` and `up`, a missing secret named.
  */
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { findFreePort } from "@cubicle/db/testing";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { openScreenSocket } from "../../api/test/support/screen-socket.ts";
 import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
+import { ComposeStack, docker, inspect, repoRoot, run, UP_TIMEOUT_MS } from "./support/compose.ts";
 
-const repoRoot = resolve(import.meta.dirname, "..", "..");
-const PROJECT = "cubicle-smoke";
 const SERVICES = ["postgres", "api", "supervisor", "proxy", "web"] as const;
-const UP_TIMEOUT_MS = 300_000;
 const PASSWORD = "correct horse battery staple";
 
-/**
- * Runs a command to its end without blocking the event loop: a test process frozen in spawnSync
- * misses its HTTP client's sockets closing and then sends on a dead one.
- */
-function run(
-  command: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; output: string }> {
-  return new Promise((done) => {
-    const child = spawn(command, args, { cwd: repoRoot, env: { ...process.env, ...env } });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), UP_TIMEOUT_MS);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      done({ code, output });
-    });
-  });
-}
-
-async function docker(...args: string[]): Promise<string> {
-  const result = await run("docker", args);
-  if (result.code !== 0) throw new Error(`docker ${args.join(" ")} failed:\n${result.output}`);
-  return result.output.trim();
-}
-
-const inspect = async (name: string) => JSON.parse(await docker("inspect", name))[0];
-
 describe("the Compose stack", () => {
-  const dir = mkdtempSync(join(tmpdir(), "cubicle-compose-"));
-  const secrets = join(dir, "secrets");
-  const envFile = join(dir, ".env");
+  const stack = new ComposeStack({
+    project: "cubicle-smoke",
+    edgeNet: "172.31.241",
+    screensNet: "172.31.240",
+    // two api replicas behind the same dashboard, proxy and database, from the first start
+    env: { CUBICLE_API_REPLICAS: "2", SANDBOX_IDLE_MS: "10000" },
+  });
   const tag = randomBytes(3).toString("hex");
-  let stackEnv: Record<string, string>;
-  let webUrl: string;
   let hostListener: Server;
   let hostPort: number;
-
-  const compose = (args: string[], env: Record<string, string> = {}) =>
-    run("docker", ["compose", "-p", PROJECT, "--env-file", envFile, "-f", "docker-compose.yml", ...args], {
-      ...stackEnv,
-      ...env,
-    });
-  const up = async (env: Record<string, string> = {}) => {
-    const result = await compose(["up", "-d", "--wait", "--wait-timeout", "240"], env);
-    if (result.code !== 0) {
-      const logs = (await compose(["logs", "--no-color", "--tail", "40"])).output;
-      throw new Error(`docker compose up failed:\n${result.output}\n${logs}`);
-    }
-  };
-  const containerOf = async (service: string) =>
-    (
-      await docker(
-        "ps",
-        "-q",
-        "--filter",
-        `label=com.docker.compose.project=${PROJECT}`,
-        "--filter",
-        `label=com.docker.compose.service=${service}`,
-      )
-    )
-      .split("\n")
-      .filter(Boolean);
 
   // what the journey made, checked again after `down` and `up`
   const made = {
@@ -109,30 +46,7 @@ describe("the Compose stack", () => {
   let heartbeat: ReturnType<typeof setInterval> | undefined;
 
   beforeAll(async () => {
-    // the homes folder is a host path the supervisor sees at the same path: it must be traversable
-    chmodSync(dir, 0o755);
-    const [webPort, proxyPort] = [await findFreePort(), await findFreePort()];
-    webUrl = `http://127.0.0.1:${webPort}`;
-    stackEnv = {
-      CUBICLE_WEB_PORT: String(webPort),
-      CUBICLE_PROXY_PORT: String(proxyPort),
-      CUBICLE_PUBLIC_URL: webUrl,
-      CUBICLE_PROXY_PUBLIC_URL: `ws://127.0.0.1:${proxyPort}`,
-      // subnets of its own, so an operator's stack on this engine is left alone
-      CUBICLE_EDGE_SUBNET: "172.31.241.0/24",
-      CUBICLE_SCREENS_SUBNET: "172.31.240.0/24",
-      CUBICLE_SCREENS_GATEWAY: "172.31.240.1",
-      // two api replicas behind the same dashboard, proxy and database, from the first start
-      CUBICLE_API_REPLICAS: "2",
-      SANDBOX_IDLE_MS: "10000",
-    };
-    await compose(["down", "--volumes", "--remove-orphans"]);
-    const init = await run("node", ["scripts/deploy-init.mjs"], {
-      CUBICLE_SECRETS_DIR: secrets,
-      CUBICLE_HOMES_DIR: join(dir, "data"),
-      CUBICLE_ENV_FILE: envFile,
-      SANDBOX_PROVIDER: "docker",
-    });
+    const init = await stack.init("docker");
     expect(init.code, init.output).toBe(0);
     // a service on every address of the host, which computers must still not reach
     hostListener = createServer((socket) => socket.end("host\n"));
@@ -142,32 +56,21 @@ describe("the Compose stack", () => {
 
   afterAll(async () => {
     clearInterval(heartbeat);
-    await compose(["down", "--volumes", "--remove-orphans"]);
-    // the computers the stack's supervisor made are not Compose's
-    if (made.workspaceId) {
-      const computers = await run("docker", [
-        "ps",
-        "-aq",
-        "--filter",
-        `label=cubicle.workspaceId=${made.workspaceId}`,
-      ]);
-      const ids = computers.output.split("\n").filter(Boolean);
-      if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
-    }
+    await stack.remove([made.workspaceId]);
     await new Promise((done) => hostListener?.close(done));
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(stack.dir, { recursive: true, force: true });
   }, UP_TIMEOUT_MS);
 
   it(
     "refuses to come up without a secret file, naming it",
     async () => {
-      const partial = join(dir, "partial-secrets");
-      cpSync(secrets, partial, { recursive: true });
+      const partial = join(stack.dir, "partial-secrets");
+      cpSync(stack.secrets, partial, { recursive: true });
       rmSync(join(partial, "encryption_key"));
-      const result = await compose(["up", "-d"], { CUBICLE_SECRETS_DIR: partial });
+      const result = await stack.compose(["up", "-d"], { CUBICLE_SECRETS_DIR: partial });
       expect(result.code).not.toBe(0);
       expect(result.output).toContain("encryption_key");
-      await compose(["down", "--remove-orphans"]);
+      await stack.compose(["down", "--remove-orphans"]);
     },
     UP_TIMEOUT_MS,
   );
@@ -175,11 +78,14 @@ describe("the Compose stack", () => {
   it(
     "comes up healthy, and runs a session in a real computer with its screen through the proxy, over HTTP",
     async () => {
-      await up();
-      const owner = new TestClient(webUrl, [], webUrl);
+      await stack.up();
+      const owner = new TestClient(stack.webUrl, [], stack.webUrl);
       // as the dashboard's sign-up page does: its origin on every call
       const signUp = { email: made.email, password: PASSWORD, name: "Owner" };
-      expectStatus(await owner.post("/api/auth/sign-up/email", signUp, { headers: { origin: webUrl } }), 200);
+      expectStatus(
+        await owner.post("/api/auth/sign-up/email", signUp, { headers: { origin: stack.webUrl } }),
+        200,
+      );
       made.owner = owner;
       made.workspaceId = expectStatus(
         await owner.post("/v1/workspaces", { name: `Smoke ${tag}` }),
@@ -204,9 +110,9 @@ describe("the Compose stack", () => {
         await owner.post(`${screens}/capabilities`, { mode: "view" }),
         201,
       ).json;
-      expect(capability.url).toBe(`${stackEnv.CUBICLE_PROXY_PUBLIC_URL}/screen`);
+      expect(capability.url).toBe(`${stack.env.CUBICLE_PROXY_PUBLIC_URL}/screen`);
       const screen = await openScreenSocket(capability.url.replace(/\/screen$/, ""), capability.token, {
-        origin: webUrl,
+        origin: stack.webUrl,
       });
       try {
         expect(screen.rfb.width).toBeGreaterThan(0);
@@ -220,7 +126,7 @@ describe("the Compose stack", () => {
   );
 
   it("runs two api replicas that both serve, migrated once", async () => {
-    const replicas = await containerOf("api");
+    const replicas = await stack.containersOf("api");
     expect(replicas).toHaveLength(2);
     const said: string[] = [];
     for (const replica of replicas) {
@@ -228,7 +134,7 @@ describe("the Compose stack", () => {
         string,
         { IPAddress: string }
       >;
-      const ip = networks[`${PROJECT}_edge`]?.IPAddress;
+      const ip = networks[`${stack.project}_edge`]?.IPAddress;
       expect((await fetch(`http://${ip}:3100/health`)).status, `replica ${ip}`).toBe(200);
       const logs = (await run("docker", ["logs", replica])).output;
       if (logs.includes('"database migrated"')) said.push("migrated");
@@ -258,7 +164,7 @@ describe("the Compose stack", () => {
       .map(({ name }) => name);
     expect(devOnly).toContain("vitest");
     for (const service of SERVICES) {
-      const [container] = await containerOf(service);
+      const [container] = await stack.containersOf(service);
       if (!container) throw new Error(`${service} does not run`);
       const info = await inspect(container);
       expect(["", "0", "root"], `${service}'s image user`).not.toContain(info.Config.User.split(":")[0]);
@@ -276,7 +182,7 @@ describe("the Compose stack", () => {
   });
 
   it("mounts the Docker socket in the supervisor alone, and publishes only web and proxy", async () => {
-    const project = await docker("ps", "-q", "--filter", `label=com.docker.compose.project=${PROJECT}`);
+    const project = await docker("ps", "-q", "--filter", `label=com.docker.compose.project=${stack.project}`);
     const withSocket: string[] = [];
     const published: string[] = [];
     for (const id of project.split("\n")) {
@@ -300,7 +206,7 @@ describe("the Compose stack", () => {
     ).split("\n");
     if (!computer) throw new Error("the bot's computer does not run");
     const addressesOf = async (service: string) => {
-      const [container] = await containerOf(service);
+      const [container] = await stack.containersOf(service);
       const networks = (await inspect(container as string)).NetworkSettings.Networks;
       return Object.values(networks as Record<string, { IPAddress: string }>).map(
         (network) => network.IPAddress,
@@ -312,7 +218,7 @@ describe("the Compose stack", () => {
       ...(await addressesOf("api")).map((ip) => `api ${ip} 3100`),
       ...(await addressesOf("supervisor")).map((ip) => `supervisor ${ip} 7091`),
       `host ${gateway} ${hostPort}`,
-      `host ${stackEnv.CUBICLE_SCREENS_GATEWAY} ${hostPort}`,
+      `host ${stack.env.CUBICLE_SCREENS_GATEWAY} ${hostPort}`,
     ];
     const probe = async (ip: string, port: string) =>
       (
@@ -362,13 +268,16 @@ describe("the Compose stack", () => {
   it(
     "keeps the account, the workspace, the bot and the computer's files across down and up",
     async () => {
-      const down = await compose(["down"]);
+      const down = await stack.compose(["down"]);
       expect(down.code, down.output).toBe(0);
-      expect(await containerOf("api")).toEqual([]);
-      await up();
-      const owner = new TestClient(webUrl, [], webUrl);
+      expect(await stack.containersOf("api")).toEqual([]);
+      await stack.up();
+      const owner = new TestClient(stack.webUrl, [], stack.webUrl);
       const signIn = { email: made.email, password: PASSWORD };
-      expectStatus(await owner.post("/api/auth/sign-in/email", signIn, { headers: { origin: webUrl } }), 200);
+      expectStatus(
+        await owner.post("/api/auth/sign-in/email", signIn, { headers: { origin: stack.webUrl } }),
+        200,
+      );
       const workspaces = expectStatus(await owner.get("/v1/workspaces"), 200).json;
       expect(JSON.stringify(workspaces)).toContain(made.workspaceId);
       const bots = expectStatus(await owner.get(`/v1/workspaces/${made.workspaceId}/bots`), 200).json;

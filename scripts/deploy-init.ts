@@ -10,9 +10,11 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { usesSupervisor } from "@cubicle/providers";
+import type { ProviderKind } from "@cubicle/providers/contract";
 import { root } from "./lib/run.mjs";
 
-export const SECRET_NAMES = [
+const SECRET_NAMES = [
   "postgres_password",
   "better_auth_secret",
   "encryption_key",
@@ -23,13 +25,14 @@ export const SECRET_NAMES = [
 const COMPUTER_UID = 1000;
 /** Where the supervisor's default network puts the computers' bridge (supervisor/src/containers/docker/network.ts). */
 const COMPUTERS_BRIDGE = "cubicle0";
-const PROVIDERS = ["docker", "e2b", "daytona", "box", "none"];
+/** What a Compose deployment may run: no test kinds, and no `desktop` (a container has no host desktop). */
+const PROVIDERS: readonly ProviderKind[] = ["docker", "e2b", "daytona", "box", "none"];
 
 const secretsDir = resolve(root, process.env.CUBICLE_SECRETS_DIR ?? "deploy/secrets");
 const homesDir = resolve(process.env.CUBICLE_HOMES_DIR ?? "/var/lib/cubicle");
 const envFile = resolve(root, process.env.CUBICLE_ENV_FILE ?? ".env");
-const provider = process.env.SANDBOX_PROVIDER ?? "docker";
-const problems = [];
+const provider = (process.env.SANDBOX_PROVIDER ?? "docker") as ProviderKind;
+const problems: string[] = [];
 
 if (!PROVIDERS.includes(provider)) {
   console.error(`✗ SANDBOX_PROVIDER must be one of ${PROVIDERS.join(", ")} (got "${provider}")`);
@@ -50,7 +53,7 @@ for (const name of SECRET_NAMES) {
   console.log(`  wrote    ${file}`);
 }
 
-if (provider === "docker") {
+if (usesSupervisor(provider)) {
   mkdirSync(join(homesDir, "homes"), { recursive: true, mode: 0o755 });
   try {
     for (const folder of [homesDir, join(homesDir, "homes")]) chownSync(folder, COMPUTER_UID, COMPUTER_UID);
@@ -59,7 +62,8 @@ if (provider === "docker") {
     problems.push(`run as root, or: sudo chown -R ${COMPUTER_UID}:${COMPUTER_UID} ${homesDir}`);
   }
   const rule = ["INPUT", "-i", COMPUTERS_BRIDGE, "-m", "conntrack", "--ctstate", "NEW", "-j", "REJECT"];
-  const iptables = (args) => spawnSync("iptables", ["-w", "5", ...args], { stdio: "ignore" }).status === 0;
+  const iptables = (args: string[]) =>
+    spawnSync("iptables", ["-w", "5", ...args], { stdio: "ignore" }).status === 0;
   if (iptables(["-C", ...rule]) || iptables(["-I", ...rule])) console.log(`  firewall ${rule.join(" ")}`);
   else problems.push(`run as root, or on the Docker host: sudo iptables -I ${rule.join(" ")}`);
 }
@@ -69,7 +73,7 @@ if (existsSync(envFile)) {
 } else {
   const lines = [`SANDBOX_PROVIDER=${provider}`, `CUBICLE_HOMES_DIR=${homesDir}`];
   if (secretsDir !== resolve(root, "deploy/secrets")) lines.push(`CUBICLE_SECRETS_DIR=${secretsDir}`);
-  if (provider === "docker") {
+  if (usesSupervisor(provider)) {
     // the supervisor is the Docker provider's alone, and joins the socket's group
     lines.push("COMPOSE_PROFILES=docker", `DOCKER_GID=${statSync("/var/run/docker.sock").gid}`);
   }
