@@ -25,6 +25,7 @@ import {
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { imageVersion } from "../../computer-image/version.mjs";
 import { root, runOrExit } from "./run.mjs";
 import { onPath } from "./system-packages.mjs";
 import { ensureWebBuilt } from "./web.mjs";
@@ -239,7 +240,7 @@ export async function ensureComputerImage() {
     "-t",
     COMPUTER_IMAGE,
     "--label",
-    `cubicle.image.version=${imageVersion("computer-image")}`,
+    `cubicle.image.version=${imageVersion(join(root, "computer-image"))}`,
     "computer-image",
   ]);
   console.log(`Built ${COMPUTER_IMAGE} (${seconds(started)})`);
@@ -261,7 +262,7 @@ async function ensureEmulatorImage(image, folder) {
     "-t",
     image,
     "--label",
-    `cubicle.image.version=${imageVersion(context)}`,
+    `cubicle.image.version=${imageVersion(join(root, context))}`,
     context,
   ]);
   console.log(`Built ${image} (${seconds(started)})`);
@@ -275,16 +276,6 @@ export const ensureDaytonaDesktopImage = () => ensureEmulatorImage(DAYTONA_DESKT
 
 /** Builds cubicle-box-desktop:latest, Box's sandbox template for the Box emulator. */
 export const ensureBoxDesktopImage = () => ensureEmulatorImage(BOX_DESKTOP_IMAGE, "box-desktop");
-
-/** A content hash of an image's sources (its Dockerfile and rootfs/, if any), recorded as an image label. */
-function imageVersion(context) {
-  const result = spawnSync(
-    "sh",
-    ["-c", "find Dockerfile rootfs -type f 2>/dev/null | LC_ALL=C sort | xargs sha256sum | sha256sum"],
-    { cwd: join(root, context), encoding: "utf8" },
-  );
-  return result.status === 0 ? result.stdout.slice(0, 12) : "unknown";
-}
 
 /**
  * The workspaces a service runs with (its own and the @cubicle/* packages it depends on, through

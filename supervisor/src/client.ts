@@ -16,6 +16,7 @@ import {
   type ComputerSummary,
   type ControlInfo,
   type CreateResult,
+  type Diagnosis,
   type ExecRequest,
   type Health,
   type ScreenInfo,
@@ -58,6 +59,7 @@ export interface SupervisorClient
   extends Pick<
     ContainerManager,
     | "health"
+    | "diagnose"
     | "create"
     | "status"
     | "stop"
@@ -245,6 +247,7 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
 
   return {
     health: () => json<Health>({ method: "GET", path: "/health", accept: [503] }),
+    diagnose: () => json<Diagnosis>({ method: "GET", path: "/diagnosis" }),
     list: async () =>
       (await json<{ computers: ComputerSummary[] }>({ method: "GET", path: "/computers" })).computers,
     create: (ref) =>

@@ -233,6 +233,48 @@ describe("the supervisor on the real engine", () => {
     expect(status.ports["6080"]).toBeGreaterThan(0);
   });
 
+  it(
+    "diagnoses its computers against the spec, and names a container started by hand on their network",
+    LONG,
+    async () => {
+      const stranger = await docker.createContainer({
+        Image: IMAGE,
+        name: `handmade-${suffix}`,
+        Cmd: ["sleep", "60"],
+        HostConfig: { NetworkMode: "cubicle-computers", AutoRemove: true },
+      });
+      try {
+        const diagnosis = await client.diagnose();
+        expect(diagnosis.health).toMatchObject({ ok: true, docker: "ok" });
+        // the image was built from the sources beside this supervisor (npm test builds it first)
+        expect(diagnosis.imageVersion.built).toMatch(/^[0-9a-f]{12}$/);
+        expect(diagnosis.imageVersion.expected).toBe(diagnosis.imageVersion.built);
+        expect(diagnosis.dataDirProblem).toBeNull();
+        expect(diagnosis.homes).toContain(ref.homeKey);
+        // only its own: computers of other supervisors on this engine have homes elsewhere
+        expect(diagnosis.computers).toEqual([
+          {
+            name: `cubicle-${ref.homeKey}`,
+            homeKey: ref.homeKey,
+            status: "running",
+            imageCurrent: true,
+            settingsCurrent: true,
+            problems: [],
+          },
+        ]);
+        expect(diagnosis.strangers).toContainEqual({ name: `handmade-${suffix}`, image: IMAGE });
+        expect(diagnosis.strangers.map((container) => container.name)).not.toContain(
+          `cubicle-${ref.homeKey}`,
+        );
+      } finally {
+        await stranger.remove({ force: true });
+      }
+      await expect(
+        createSupervisorClient({ baseUrl: supervisor?.url ?? "", token: "x".repeat(48) }).diagnose(),
+      ).rejects.toMatchObject({ status: 401, code: "UNAUTHORIZED" });
+    },
+  );
+
   it("keeps computers away from the host itself", LONG, async () => {
     const health = await client.health();
     expect(health.hostFirewall, "the test command runs as root, where the firewall rule is set").toBe("on");

@@ -104,3 +104,34 @@ export interface ReconcileResult {
   /** Names of the containers removed. */
   removed: string[];
 }
+
+/** One of this supervisor's computers, held against the spec it makes computers with. */
+export interface ComputerCheck {
+  name: string;
+  homeKey: string;
+  status: Exclude<ComputerState, "missing">;
+  /** False when made from an image the tag no longer names (replaced at its next start). */
+  imageCurrent: boolean;
+  /** False when made with other settings than today's (replaced at its next start). */
+  settingsCurrent: boolean;
+  /** How it departs from the spec (root, capabilities, shared memory, ports…); empty when it meets it. */
+  problems: string[];
+}
+
+/** What only the holder of the Docker socket can see, for `cubicle doctor`. */
+export interface Diagnosis {
+  health: Health;
+  /**
+   * The computer image's `cubicle.image.version` label, and the version of the image's sources
+   * this supervisor was shipped with: different means the image was built from other sources.
+   */
+  imageVersion: { built: string | null; expected: string | null };
+  /** Null when the Docker host sees DATA_DIR at the same path, else what is wrong and how to fix it. */
+  dataDirProblem: string | null;
+  /** The home folders under DATA_DIR/homes. */
+  homes: string[];
+  /** The computers whose homes are under this supervisor's DATA_DIR. */
+  computers: ComputerCheck[];
+  /** Containers on the computers' network the supervisor did not make (started by hand, say). */
+  strangers: { name: string; image: string }[];
+}

@@ -6,6 +6,7 @@ import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { kitProgram, SandboxMachine } from "../remote/machine.ts";
 import { sandboxOperations } from "../remote/operations.ts";
 import * as screens from "../remote/screens.ts";
+import { ACCESS_PROBE_ID } from "../remote/vendor-call.ts";
 import { BOX_TTL_SECONDS, Boxes, isRunnable } from "./boxes.ts";
 import { BoxClient, type BoxConnection } from "./client.ts";
 import { BOX_LAYOUT, BOX_MAX_SCREENS, desktopTarget, requireBoxScreen } from "./screens.ts";
@@ -76,6 +77,10 @@ export function createBoxProvider({
   const provider: SandboxProvider = {
     kind,
     capabilities: { graphical: true, maxScreens: BOX_MAX_SCREENS, pty: false },
+
+    async verifyAccess() {
+      await boxes.get(ACCESS_PROBE_ID);
+    },
 
     async provision(ref) {
       if (faults?.take("provision")) throw new ProviderError("PROVIDER_FAILURE", "the box did not come up");

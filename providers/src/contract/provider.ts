@@ -92,6 +92,14 @@ export interface SandboxProvider {
   readonly kind: ProviderKind;
   readonly capabilities: ProviderCapabilities;
 
+  /**
+   * Proves the backend takes Cubicle's credentials with one cheap call (`cubicle doctor`): a
+   * vendor reports the selected provider in /health whether or not its key is good, so only a call
+   * tells. PROVIDER_AUTH_FAILED when the credential is refused, PROVIDER_FAILURE when the backend
+   * does not answer; resolves at once for backends without a credential.
+   */
+  verifyAccess(): Promise<void>;
+
   /** Create the machine, or reconnect to `ref.providerRef` when it still exists. */
   provision(ref: MachineRef): Promise<Provisioned>;
   /** Suspend; idempotent. */

@@ -14,6 +14,7 @@ import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { kitProgram, SandboxMachine } from "../remote/machine.ts";
 import { sandboxOperations } from "../remote/operations.ts";
 import * as screens from "../remote/screens.ts";
+import { ACCESS_PROBE_ID } from "../remote/vendor-call.ts";
 import { type DaytonaConnection, missingMachine, Sandboxes } from "./sandboxes.ts";
 import {
   actComputerUse,
@@ -87,6 +88,10 @@ export function createDaytonaProvider({
   const provider: SandboxProvider = {
     kind,
     capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
+
+    async verifyAccess() {
+      await sandboxes.get(ACCESS_PROBE_ID);
+    },
 
     async provision(ref) {
       if (faults?.take("provision"))

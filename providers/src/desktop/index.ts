@@ -116,6 +116,8 @@ export function createDesktopProvider(options: DesktopProviderOptions): DesktopP
   const provider: DesktopProvider = {
     kind: "desktop",
     capabilities: { graphical, maxScreens: MAX_SCREENS, pty: false },
+    // this host's own programs: no credential to check
+    verifyAccess: async () => undefined,
 
     async provision(ref) {
       if (!HOME_KEY.test(ref.homeKey)) {

@@ -17,6 +17,14 @@ const CODES: Partial<Record<SupervisorError["code"], ProviderErrorCode>> = {
 
 export function asProviderError(error: unknown): unknown {
   if (!(error instanceof SupervisorError)) return error;
+  if (error.code === "UNAUTHORIZED") {
+    // the operator's to fix, in their words: the supervisor never says why it refused
+    return new ProviderError(
+      "PROVIDER_AUTH_FAILED",
+      "the supervisor refused SANDBOX_SUPERVISOR_TOKEN: give the api and the supervisor the same token",
+      { cause: error },
+    );
+  }
   return new ProviderError(CODES[error.code] ?? "PROVIDER_FAILURE", error.message, { cause: error });
 }
 

@@ -59,6 +59,11 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
     kind: "docker",
     capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
 
+    async verifyAccess() {
+      // listing needs the bearer token, /health does not
+      await translated(() => supervisor.list());
+    },
+
     async provision(ref) {
       if (faults?.take("provision"))
         throw new ProviderError("PROVIDER_FAILURE", "the container did not come up");

@@ -83,6 +83,8 @@ export function createE2bProvider({
     kind,
     capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
 
+    verifyAccess: () => sandboxes.verifyAccess(),
+
     async provision(ref) {
       if (faults?.take("provision"))
         throw new ProviderError("PROVIDER_FAILURE", "the sandbox did not come up");

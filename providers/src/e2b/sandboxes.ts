@@ -52,6 +52,11 @@ export class Sandboxes {
     };
   }
 
+  /** One page of one sandbox: the cheapest call that needs the key. */
+  async verifyAccess(): Promise<void> {
+    await vendorCall("listing sandboxes", () => Sandbox.list({ ...this.options, limit: 1 }).nextItems());
+  }
+
   /** A new desktop sandbox labelled with the computer it serves. */
   async create(ref: MachineRef): Promise<Sandbox> {
     const sandbox = await vendorCall("creating a sandbox", () =>

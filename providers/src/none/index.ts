@@ -8,6 +8,8 @@ export function createRefusingProvider(kind: ProviderKind, error: () => Provider
   return {
     kind,
     capabilities: { graphical: false, maxScreens: 0, pty: false },
+    // nothing to authenticate: what it refuses is the configuration's doing, not a credential's
+    verifyAccess: async () => undefined,
     provision: async () => refuse(),
     stop: async () => refuse(),
     destroy: async () => refuse(),

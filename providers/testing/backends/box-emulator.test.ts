@@ -23,12 +23,15 @@ import {
 const box: MakeProvider = async () => {
   const emulator = await startBoxEmulator({ instance: `suites-${process.pid}` });
   const faults = new ArmedFaults();
-  const provider = createBoxProvider({
-    kind: "box-emulator",
-    connection: { apiKey: emulator.apiKey, apiUrl: emulator.apiUrl },
+  const made = (apiKey: string) =>
+    createBoxProvider({ kind: "box-emulator", connection: { apiKey, apiUrl: emulator.apiUrl }, faults });
+  return {
+    provider: made(emulator.apiKey),
     faults,
-  });
-  return { provider, faults, liveScreens: true, cleanup: () => emulator.close({ removeBoxes: true }) };
+    liveScreens: true,
+    withWrongCredential: () => made("box_wrong"),
+    cleanup: () => emulator.close({ removeBoxes: true }),
+  };
 };
 
 conformanceSuite("box-emulator", box, {

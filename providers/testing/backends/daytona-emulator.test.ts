@@ -12,12 +12,19 @@ import type { MakeProvider } from "../suites/types.ts";
 const daytona: MakeProvider = async () => {
   const emulator = await startDaytonaEmulator({ instance: `suites-${process.pid}` });
   const faults = new ArmedFaults();
-  const provider = createDaytonaProvider({
-    kind: "daytona-emulator",
-    connection: { apiKey: emulator.apiKey, apiUrl: emulator.apiUrl, target: emulator.target },
+  const made = (apiKey: string) =>
+    createDaytonaProvider({
+      kind: "daytona-emulator",
+      connection: { apiKey, apiUrl: emulator.apiUrl, target: emulator.target },
+      faults,
+    });
+  return {
+    provider: made(emulator.apiKey),
     faults,
-  });
-  return { provider, faults, liveScreens: true, cleanup: () => emulator.close({ removeSandboxes: true }) };
+    liveScreens: true,
+    withWrongCredential: () => made("dtn_wrong"),
+    cleanup: () => emulator.close({ removeSandboxes: true }),
+  };
 };
 
 conformanceSuite("daytona-emulator", daytona);

@@ -14,7 +14,16 @@ const docker: MakeProvider = async () => {
     supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token }),
     faults,
   });
-  return { provider, faults, liveScreens: true, cleanup: () => supervisor.close() };
+  return {
+    provider,
+    faults,
+    liveScreens: true,
+    withWrongCredential: () =>
+      createDockerProvider({
+        supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: "w".repeat(40) }),
+      }),
+    cleanup: () => supervisor.close(),
+  };
 };
 
 conformanceSuite("docker", docker);

@@ -12,18 +12,26 @@ import type { MakeProvider } from "../suites/types.ts";
 const e2b: MakeProvider = async () => {
   const emulator = await startE2bEmulator({ instance: `suites-${process.pid}` });
   const faults = new ArmedFaults();
-  const provider = createE2bProvider({
-    kind: "e2b-emulator",
-    connection: {
-      apiKey: emulator.apiKey,
-      apiUrl: emulator.apiUrl,
-      sandboxUrl: emulator.sandboxUrl,
-      domain: emulator.domain,
-    },
-    sandboxLifetimeMs: 15 * 60_000,
+  const connection = {
+    apiKey: emulator.apiKey,
+    apiUrl: emulator.apiUrl,
+    sandboxUrl: emulator.sandboxUrl,
+    domain: emulator.domain,
+  };
+  const made = (apiKey: string) =>
+    createE2bProvider({
+      kind: "e2b-emulator",
+      connection: { ...connection, apiKey },
+      sandboxLifetimeMs: 15 * 60_000,
+      faults,
+    });
+  return {
+    provider: made(emulator.apiKey),
     faults,
-  });
-  return { provider, faults, liveScreens: true, cleanup: () => emulator.close({ removeSandboxes: true }) };
+    liveScreens: true,
+    withWrongCredential: () => made("e2b_wrong"),
+    cleanup: () => emulator.close({ removeSandboxes: true }),
+  };
 };
 
 conformanceSuite("e2b-emulator", e2b);

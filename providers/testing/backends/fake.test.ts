@@ -11,6 +11,7 @@ const fake: MakeProvider = async () => {
 };
 
 conformanceSuite("fake", fake, {
+  "refuses-a-wrong-credential": "it runs in memory and takes no credential",
   "import-while-a-browser-writes":
     "it runs no browsers (no real screen), and its in-memory home is replaced in one step",
   "launch-starts-programs":

@@ -120,6 +120,7 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
   const provider: SandboxProvider = {
     kind: "fake",
     capabilities: CAPABILITIES,
+    verifyAccess: async () => undefined,
 
     async provision(ref: MachineRef): Promise<Provisioned> {
       if (faults?.take("provision"))

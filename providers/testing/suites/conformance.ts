@@ -164,6 +164,7 @@ async function writingProfile(p: SandboxProvider, ref: MachineRef): Promise<bool
 
 /** Cases a backend may be excused from, each with the reason it cannot apply (see testing/backends/). */
 export type ConformanceException =
+  | "refuses-a-wrong-credential"
   | "import-while-a-browser-writes"
   | "launch-starts-programs"
   /**
@@ -208,6 +209,22 @@ export function conformanceSuite(
     afterAll(async () => {
       await machines.destroyAll({ shared: true });
       await put?.cleanup();
+    });
+
+    describe("access", () => {
+      it("takes its own credential", async () => {
+        await expect(provider().verifyAccess()).resolves.toBeUndefined();
+      });
+
+      unlessExcused("refuses-a-wrong-credential", () => {
+        it("refuses a wrong credential as PROVIDER_AUTH_FAILED, naming what to fix", async () => {
+          const wrong = put?.withWrongCredential?.();
+          if (!wrong)
+            throw new Error(`${name}: give withWrongCredential, or excuse the case with its reason`);
+          const error = await expectProviderError(wrong.verifyAccess(), "PROVIDER_AUTH_FAILED");
+          expect(error.message).toMatch(/_(API_KEY|TOKEN)\b/);
+        });
+      });
     });
 
     describe("files", () => {

@@ -17,6 +17,8 @@ export interface ProviderUnderTest {
   faults: ArmedFaults;
   /** Screen targets are real VNC servers on this host, so the suites connect to them. */
   liveScreens?: boolean;
+  /** The same backend given a credential it must refuse (absent: excused from "refuses-a-wrong-credential"). */
+  withWrongCredential?(): SandboxProvider;
   cleanup(): Promise<void>;
 }
 

@@ -11,6 +11,7 @@ import type {
   ComputerSummary,
   ControlInfo,
   CreateResult,
+  Diagnosis,
   ExecRequest,
   Health,
   ScreenInfo,
@@ -33,6 +34,8 @@ export type OpenedPath =
  */
 export interface ContainerManager {
   health(): Promise<Health>;
+  /** `cubicle doctor`'s view: the image's version, this supervisor's computers against the spec, strangers. */
+  diagnose(): Promise<Diagnosis>;
 
   /** Create the computer, or resume it; recreated (home kept) when made from another image. */
   create(ref: ComputerRef): Promise<CreateResult>;

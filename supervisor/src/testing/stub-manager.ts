@@ -22,6 +22,7 @@ export function stubManager(): ContainerManager & { calls: StubCall[] } {
       image: { ref: "cubicle-computer:latest", id: "sha256:stub" },
       hostFirewall: "on",
     }),
+    diagnose: unused("diagnose"),
     create: async (ref) => {
       calls.push({ method: "create", ref });
       return { providerRef: "container-id", fresh: true, homeCreated: true, state: "running" };

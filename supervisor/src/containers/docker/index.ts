@@ -14,6 +14,7 @@ import type {
   ComputerSummary,
   ControlInfo,
   CreateResult,
+  Diagnosis,
   ExecRequest,
   Health,
   ScreenInfo,
@@ -22,6 +23,7 @@ import { KeyedLock } from "../keyed-lock.ts";
 import type { ComputerRef, ContainerManager, OpenedPath } from "../manager.ts";
 import * as archive from "./archive.ts";
 import { startCommand } from "./commands.ts";
+import { diagnose } from "./diagnosis.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
 import { checkedExec } from "./exec.ts";
 import { deletePath, openPath, resolveCwd, writeFile } from "./files.ts";
@@ -100,6 +102,10 @@ export class DockerContainerManager implements ContainerManager {
       image,
       hostFirewall: bridge && hostFirewallActive(bridge) ? "on" : "off",
     };
+  }
+
+  async diagnose(): Promise<Diagnosis> {
+    return diagnose(this.docker, this.config, await this.health());
   }
 
   create(ref: ComputerRef): Promise<CreateResult> {

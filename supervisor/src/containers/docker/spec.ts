@@ -20,6 +20,9 @@ export const SCREEN_PORTS = Array.from({ length: 16 }, (_, i) => 6080 + i);
 
 export const containerName = (homeKey: string) => `cubicle-${homeKey}`;
 
+/** Chromium and the X servers share memory through /dev/shm; Docker's 64 MB default crashes tabs. */
+export const SHM_BYTES = 256 * 1024 * 1024;
+
 /**
  * How a computer's container is made (docs/architecture.md, "The Docker computer"): the image's
  * non-root user, no new privileges, every capability dropped (the image needs none: everything in
@@ -44,7 +47,7 @@ export function containerSpec(
       // a fresh /tmp at every start: X servers leave lock files there that would stop the next
       // boot (their old pids belong to other processes in the new pid namespace)
       Tmpfs: { "/tmp": "rw,nosuid,nodev,mode=1777,size=512m" },
-      ShmSize: 256 * 1024 * 1024,
+      ShmSize: SHM_BYTES,
       SecurityOpt: ["no-new-privileges"],
       CapDrop: ["ALL"],
       Memory: memory,
