@@ -10,6 +10,7 @@ import { computerRoutes } from "./computers/routes.ts";
 import type { AppDeps } from "./context.ts";
 import { credentialRoutes } from "./credentials/routes.ts";
 import { deploymentRoutes } from "./deployment/routes.ts";
+import { doctorRoutes } from "./doctor/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { accessLog } from "./http/access-log.ts";
 import { toHttpProblem } from "./http/errors.ts";
@@ -60,6 +61,7 @@ export function createApp(deps: AppDeps) {
   app.route("/", screenRoutes());
   app.route("/", sessionRoutes());
   app.route("/", proxyRoutes());
+  app.route("/", doctorRoutes());
   app.route("/", referenceRoutes(OPENAPI_PATH));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "session", {

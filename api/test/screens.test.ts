@@ -79,7 +79,10 @@ const leaseRow = (id: string) =>
 
 async function serviceStream(api: TestApi) {
   const response = await fetch(`${api.api.url}/internal/proxy/control-leases`, {
-    headers: { authorization: `Bearer ${await mintServiceToken(keyring)}`, accept: "text/event-stream" },
+    headers: {
+      authorization: `Bearer ${await mintServiceToken(keyring, "proxy")}`,
+      accept: "text/event-stream",
+    },
   });
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toContain("text/event-stream");
@@ -352,7 +355,7 @@ describe("the proxy's internal routes", () => {
     });
 
   it("redeem a token id once across replicas", async () => {
-    const authorization = `Bearer ${await mintServiceToken(keyring)}`;
+    const authorization = `Bearer ${await mintServiceToken(keyring, "proxy")}`;
     const body = { jti: `jti-${Date.now()}`, expiresAt: new Date(Date.now() + 60_000).toISOString() };
     const first = await redeem({ authorization }, body);
     expect(first.status).toBe(201);
@@ -364,7 +367,7 @@ describe("the proxy's internal routes", () => {
   });
 
   it("say which modes a capability's subject may still hold, and announce access changes", async () => {
-    const authorization = `Bearer ${await mintServiceToken(keyring)}`;
+    const authorization = `Bearer ${await mintServiceToken(keyring, "proxy")}`;
     const ask = async (grants: Array<{ subject: string; workspaceId: string }>) => {
       const response = await fetch(`${t.api.url}/internal/proxy/access`, {
         method: "POST",
@@ -421,7 +424,7 @@ describe("the proxy's internal routes", () => {
     const refused: Record<string, string>[] = [
       {},
       { authorization: "Bearer nonsense" },
-      { authorization: `Bearer ${await mintServiceToken(otherKeyring)}` },
+      { authorization: `Bearer ${await mintServiceToken(otherKeyring, "proxy")}` },
       // A screen capability is signed with the same keys, but is not a service token.
       { authorization: `Bearer ${capability.token}` },
       { "x-api-key": memberKey },

@@ -125,6 +125,18 @@ describe("the Compose stack", () => {
     UP_TIMEOUT_MS,
   );
 
+  it("passes cubicle doctor inside the api container, with the api's own configuration", async () => {
+    const result = await stack.compose(["exec", "-T", "api", "cubicle", "doctor"]);
+    expect(result.output).toMatch(/✓ provider\s+new computers run on docker/);
+    expect(result.output).toMatch(/✓ supervisor\s+the supervisor at http:\/\/supervisor:7091 answers/);
+    // the supervisor cannot read the host's rules from its container: the running computer tries
+    expect(result.output).toMatch(/✓ host firewall\s+computers cannot open connections to this host/);
+    expect(result.output).toMatch(/✓ homes folder/);
+    expect(result.output).toMatch(/✓ computers\s+1 computer\(s\) made to the spec/);
+    expect(result.output).toMatch(/✓ homes\s+every computer's home is there \(1\)/);
+    expect(result.code, result.output).toBe(0);
+  });
+
   it("runs two api replicas that both serve, migrated once", async () => {
     const replicas = await stack.containersOf("api");
     expect(replicas).toHaveLength(2);

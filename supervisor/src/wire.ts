@@ -126,6 +126,13 @@ export interface Diagnosis {
    * this supervisor was shipped with: different means the image was built from other sources.
    */
   imageVersion: { built: string | null; expected: string | null };
+  /**
+   * Whether computers are kept from this host: `on` when the supervisor sees the rule, or when a
+   * running computer of its own failed to reach its own screen port on the host's screen address
+   * (what a supervisor in a container, which cannot read the host's rules, can still try);
+   * `unknown` when neither could be asked.
+   */
+  hostFirewall: "on" | "off" | "unknown";
   /** Null when the Docker host sees DATA_DIR at the same path, else what is wrong and how to fix it. */
   dataDirProblem: string | null;
   /** The home folders under DATA_DIR/homes. */

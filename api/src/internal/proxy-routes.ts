@@ -1,15 +1,15 @@
-import { verifyServiceToken } from "@cubicle/proxy/capability";
 import type { Context } from "hono";
 import { z } from "zod";
 import { touchComputer } from "../computers/lifecycle.ts";
 import type { AppEnv } from "../context.ts";
 import { iso } from "../http/iso.ts";
-import { HttpProblem, noSuchRoute } from "../http/problem.ts";
+import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { ACCESS_CHANGES_CHANNEL, screenAccessOf } from "../screens/access.ts";
 import { allLiveLeases, CONTROL_LEASES_CHANNEL, type LeaseEvent } from "../screens/control-leases.ts";
 import { streamNotifications } from "./notification-stream.ts";
 import { redeem } from "./redemptions.ts";
+import { serviceOnly } from "./service-only.ts";
 
 const ActivitySchema = z.object({ computerIds: z.array(z.string().min(1).max(200)).max(10_000) });
 
@@ -35,15 +35,7 @@ const RedemptionSchema = z.object({
  */
 export function proxyRoutes() {
   const app = createRouter();
-  app.use("/internal/proxy/*", async (c, next) => {
-    const token = c.req.header("authorization")?.match(/^Bearer\s+(\S+)$/i)?.[1];
-    try {
-      await verifyServiceToken(c.var.deps.capabilities, token);
-    } catch {
-      throw noSuchRoute();
-    }
-    await next();
-  });
+  app.use("/internal/proxy/*", serviceOnly("proxy"));
 
   app.post("/internal/proxy/redemptions", async (c) => {
     const body = RedemptionSchema.safeParse(await c.req.json().catch(() => undefined));

@@ -13,6 +13,8 @@ export interface Stack {
   apiUrl: string;
   proxyUrl: string;
   dataDir: string;
+  /** The variables the start command was given (what `npm run doctor` needs to find this instance). */
+  env: Record<string, string>;
   output(): string;
   /** Stops every process and removes the computers (containers) of these workspaces. */
   close(workspaceIds: string[]): Promise<void>;
@@ -30,20 +32,21 @@ export async function startStack(extraEnv: Record<string, string> = {}): Promise
     findFreePort(),
   ]);
   const dataDir = mkdtempSync(join(tmpdir(), "cubicle-e2e-stack-"));
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "/root",
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    PROXY_PORT: String(proxyPort),
+    WEB_PORT: String(webPort),
+    SANDBOX_PROVIDER: "docker",
+    SANDBOX_SUPERVISOR_URL: `http://127.0.0.1:${supervisorPort}`,
+    LOG_LEVEL: "warn",
+    ...extraEnv,
+  };
   const child = spawn(process.execPath, ["scripts/start.mjs"], {
     cwd: repoRoot,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "/root",
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      PROXY_PORT: String(proxyPort),
-      WEB_PORT: String(webPort),
-      SANDBOX_PROVIDER: "docker",
-      SANDBOX_SUPERVISOR_URL: `http://127.0.0.1:${supervisorPort}`,
-      LOG_LEVEL: "warn",
-      ...extraEnv,
-    },
+    env,
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -57,6 +60,7 @@ export async function startStack(extraEnv: Record<string, string> = {}): Promise
     apiUrl: `http://127.0.0.1:${port}`,
     proxyUrl: `http://127.0.0.1:${proxyPort}`,
     dataDir,
+    env,
     output: () => output,
     close: async (workspaceIds) => {
       await stop(child);

@@ -33,7 +33,7 @@ export class ApiLink implements ReplayGuard {
   async authorization(): Promise<string> {
     const now = Date.now();
     if (!this.token || now - this.token.mintedAt > TOKEN_REUSE_MS)
-      this.token = { value: await mintServiceToken(this.keyring), mintedAt: now };
+      this.token = { value: await mintServiceToken(this.keyring, "proxy"), mintedAt: now };
     return `Bearer ${this.token.value}`;
   }
 

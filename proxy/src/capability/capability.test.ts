@@ -251,7 +251,7 @@ describe("screen capabilities", () => {
         ),
       "target-mismatch",
     ],
-    ["a service token presented as a capability", () => mintServiceToken(keyring), "wrong-type"],
+    ["a service token presented as a capability", () => mintServiceToken(keyring, "proxy"), "wrong-type"],
     ["not a token at all", async () => "hello", "malformed"],
     ["a token in an object", async () => ({ token: "x" }), "malformed"],
   ];
@@ -263,13 +263,29 @@ describe("screen capabilities", () => {
 
 describe("service tokens", () => {
   it("prove a proxy holding the keys, and nothing else passes as one", async () => {
-    const token = await mintServiceToken(keyring);
-    await expect(verifyServiceToken(keyring, token)).resolves.toEqual({ subject: "cubicle-proxy" });
+    const token = await mintServiceToken(keyring, "proxy");
+    await expect(verifyServiceToken(keyring, "proxy", token)).resolves.toEqual({ subject: "cubicle-proxy" });
     const capability = await mintCapability(keyring, grant);
-    await expect(verifyServiceToken(keyring, capability.token)).rejects.toMatchObject({
+    await expect(verifyServiceToken(keyring, "proxy", capability.token)).rejects.toMatchObject({
       reason: "wrong-type",
     });
     const stranger = new CapabilityKeyring({ current: "z".repeat(48) });
-    await expect(verifyServiceToken(stranger, token)).rejects.toMatchObject({ reason: "unknown-key" });
+    await expect(verifyServiceToken(stranger, "proxy", token)).rejects.toMatchObject({
+      reason: "unknown-key",
+    });
+  });
+
+  it("keep the doctor's and the proxy's apart: neither token opens the other's routes", async () => {
+    const doctor = await mintServiceToken(keyring, "doctor");
+    await expect(verifyServiceToken(keyring, "doctor", doctor)).resolves.toEqual({
+      subject: "cubicle-doctor",
+    });
+    await expect(verifyServiceToken(keyring, "proxy", doctor)).rejects.toMatchObject({
+      reason: "wrong-type",
+    });
+    const proxy = await mintServiceToken(keyring, "proxy");
+    await expect(verifyServiceToken(keyring, "doctor", proxy)).rejects.toMatchObject({
+      reason: "wrong-type",
+    });
   });
 });

@@ -12,5 +12,5 @@ export {
 } from "./capability.ts";
 export { type CapabilityKey, CapabilityKeyring, type CapabilityKeySecrets } from "./keys.ts";
 export { SCREEN_MODES, type ScreenMode } from "./modes.ts";
-export { mintServiceToken, PROXY_SUBJECT, verifyServiceToken } from "./service-token.ts";
+export { mintServiceToken, type ServiceName, verifyServiceToken } from "./service-token.ts";
 export { CapabilityRefused, type RefusalReason } from "./signed.ts";

@@ -3,31 +3,50 @@ import type { CapabilityKeyring } from "./keys.ts";
 import { type SignedTokenKind, sign, verify } from "./signed.ts";
 
 /**
- * How a proxy replica proves itself to api (to redeem token ids and follow control leases): a
- * short token signed with the capability keys. Its own type and audience keep it from ever
- * passing as a screen capability, and the reverse.
+ * How Cubicle's own processes prove themselves to the api's internal routes: a short token signed
+ * with the capability keys. A proxy replica redeems token ids and follows control leases; `cubicle
+ * doctor` reads what the running api chose. Each has its own type and issuer, and every one the
+ * api's audience, so none passes as another or as a screen capability, and the reverse.
  */
-const SERVICE_TOKEN: SignedTokenKind = {
-  type: "cubicle-service+jwt",
-  issuer: "cubicle-proxy",
-  audience: "cubicle-api",
-  maxLifetimeSeconds: 60,
-};
+const SERVICE_TOKENS = {
+  proxy: {
+    type: "cubicle-service+jwt",
+    issuer: "cubicle-proxy",
+    audience: "cubicle-api",
+    maxLifetimeSeconds: 60,
+  },
+  doctor: {
+    type: "cubicle-doctor+jwt",
+    issuer: "cubicle-doctor",
+    audience: "cubicle-api",
+    maxLifetimeSeconds: 60,
+  },
+} as const satisfies Record<string, SignedTokenKind>;
 
-export const PROXY_SUBJECT = "cubicle-proxy";
+export type ServiceName = keyof typeof SERVICE_TOKENS;
 
-export function mintServiceToken(keyring: CapabilityKeyring, now = new Date()): Promise<string> {
+export function mintServiceToken(
+  keyring: CapabilityKeyring,
+  service: ServiceName,
+  now = new Date(),
+): Promise<string> {
+  const kind = SERVICE_TOKENS[service];
   return sign(
-    SERVICE_TOKEN,
+    kind,
     keyring.current,
-    { sub: PROXY_SUBJECT, jti: randomUUID() },
+    { sub: kind.issuer, jti: randomUUID() },
     Math.floor(now.getTime() / 1000),
-    SERVICE_TOKEN.maxLifetimeSeconds,
+    kind.maxLifetimeSeconds,
   );
 }
 
-/** Throws CapabilityRefused unless the token is a live service token of a proxy holding our keys. */
-export async function verifyServiceToken(keyring: CapabilityKeyring, token: unknown, now = new Date()) {
-  const { payload } = await verify(SERVICE_TOKEN, keyring, token, now);
+/** Throws CapabilityRefused unless the token is a live token of `service` holding our keys. */
+export async function verifyServiceToken(
+  keyring: CapabilityKeyring,
+  service: ServiceName,
+  token: unknown,
+  now = new Date(),
+) {
+  const { payload } = await verify(SERVICE_TOKENS[service], keyring, token, now);
   return { subject: payload.sub };
 }

@@ -5,7 +5,8 @@ import type { SupervisorConfig } from "../../config.ts";
 import type { ComputerCheck, Diagnosis, Health } from "../../wire.ts";
 import { checkDataDirMount } from "./data-dir-mount.ts";
 import { dockerFailure } from "./errors.ts";
-import { containerSpec, LABEL, SHM_BYTES } from "./spec.ts";
+import { collectExec } from "./exec.ts";
+import { containerSpec, hostPorts, LABEL, SCREEN_PORTS, SHM_BYTES } from "./spec.ts";
 
 /**
  * `cubicle doctor`'s questions that only the socket answers: which image computers are made from,
@@ -19,15 +20,17 @@ export async function diagnose(
   mountinfo?: string,
 ): Promise<Diagnosis> {
   try {
+    const computers = await ownComputers(docker, config);
     return {
       health,
+      hostFirewall: health.hostFirewall === "on" ? "on" : await hostFirewallSeen(docker, config, computers),
       imageVersion: { built: await builtVersion(docker, health), expected: shippedVersion() },
       dataDirProblem: await checkDataDirMount(docker, config.dataDir, mountinfo).then(
         () => null,
         (error: unknown) => (error instanceof Error ? error.message : String(error)),
       ),
       homes: await homeFolders(config.homesDir),
-      computers: await checkComputers(docker, config),
+      computers: computers.map(({ check }) => check),
       strangers: await strangers(docker, config.network),
     };
   } catch (error) {
@@ -67,16 +70,16 @@ async function homeFolders(homesDir: string): Promise<string[]> {
  * Computers whose home is under this supervisor's DATA_DIR: other supervisors on the same engine
  * (another deployment, a test's) make computers with their own settings, which are not ours to judge.
  */
-async function checkComputers(docker: Docker, config: SupervisorConfig): Promise<ComputerCheck[]> {
+async function ownComputers(
+  docker: Docker,
+  config: SupervisorConfig,
+): Promise<{ info: Docker.ContainerInspectInfo; check: ComputerCheck }[]> {
   const listed = await docker.listContainers({ all: true, filters: { label: [`${LABEL.managed}=true`] } });
-  const imageId =
-    (
-      await docker
-        .getImage(config.image)
-        .inspect()
-        .catch(() => null)
-    )?.Id ?? null;
-  const checks: ComputerCheck[] = [];
+  const image = await docker
+    .getImage(config.image)
+    .inspect()
+    .catch(() => null);
+  const own: { info: Docker.ContainerInspectInfo; check: ComputerCheck }[] = [];
   for (const summary of listed) {
     const info = await docker.getContainer(summary.Id).inspect();
     const homeBind = (info.HostConfig.Binds ?? []).find((bind) => bind.startsWith(`${config.homesDir}/`));
@@ -89,16 +92,40 @@ async function checkComputers(docker: Docker, config: SupervisorConfig): Promise
     };
     const madeImage = labels[LABEL.image] ?? "";
     const today = containerSpec(config, ref, madeImage, homeBind.split(":")[0] ?? "");
-    checks.push({
-      name: info.Name.replace(/^\//, ""),
-      homeKey: ref.homeKey,
-      status: info.State.Running ? "running" : "stopped",
-      imageCurrent: imageId !== null && madeImage === imageId,
-      settingsCurrent: labels[LABEL.spec] === today.Labels[LABEL.spec],
-      problems: departures(info, config),
+    own.push({
+      info,
+      check: {
+        name: info.Name.replace(/^\//, ""),
+        homeKey: ref.homeKey,
+        status: info.State.Running ? "running" : "stopped",
+        imageCurrent: image !== null && madeImage === image.Id,
+        settingsCurrent: labels[LABEL.spec] === today.Labels[LABEL.spec],
+        problems: departures(info, config),
+      },
     });
   }
-  return checks.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return own.sort((a, b) => (a.check.name < b.check.name ? -1 : a.check.name > b.check.name ? 1 : 0));
+}
+
+/**
+ * A computer's own try at the host: its screen port, published on the screen address (a host
+ * address; loopback is out of a container's reach whatever the rules, so it tells nothing).
+ * Reaching it means the host takes computers' connections; refused means the rule holds.
+ */
+async function hostFirewallSeen(
+  docker: Docker,
+  config: SupervisorConfig,
+  computers: { info: Docker.ContainerInspectInfo }[],
+): Promise<"off" | "on" | "unknown"> {
+  if (config.screenHost.startsWith("127.")) return "unknown";
+  const running = computers.find(({ info }) => info.State.Running);
+  const port = running && hostPorts(running.info, config.screenHost)[String(SCREEN_PORTS[0])];
+  if (!running || !port) return "unknown";
+  const probe = `exec 3<>/dev/tcp/${config.screenHost}/${port}`;
+  const result = await collectExec(docker.getContainer(running.info.Id), ["bash", "-c", probe], {
+    timeoutMs: 5_000,
+  });
+  return result.code === 0 ? "off" : "on";
 }
 
 /** What of the container, as Docker holds it now, breaks the spec (spec.ts) computers are made to. */
