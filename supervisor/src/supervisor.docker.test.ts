@@ -250,8 +250,8 @@ describe("the supervisor on the real engine", () => {
         expect(diagnosis.imageVersion.built).toMatch(/^[0-9a-f]{12}$/);
         expect(diagnosis.imageVersion.expected).toBe(diagnosis.imageVersion.built);
         expect(diagnosis.dataDirProblem).toBeNull();
-      // run as root on the host, it reads the rule itself
-      expect(diagnosis.hostFirewall).toBe("on");
+        // run as root on the host, it reads the rule itself
+        expect(diagnosis.hostFirewall).toBe("on");
         expect(diagnosis.homes).toContain(ref.homeKey);
         // only its own: computers of other supervisors on this engine have homes elsewhere
         expect(diagnosis.computers).toEqual([
