@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { extract, pack } from "tar-stream";
 import { describe, expect, it } from "vitest";
-import { ArchiveRefused, archiveMemberName, sanitiseHomeArchive } from "./home-archive.ts";
+import { ArchiveRefused, archiveMemberName, copyEntry, sanitiseHomeArchive } from "./home-archive.ts";
 
 describe("archiveMemberName", () => {
   it("keeps members relative to the home", () => {
@@ -58,5 +58,26 @@ describe("sanitiseHomeArchive", () => {
     await expect(drain(sanitiseHomeArchive(Readable.from([cut]), { uid: 1000, gid: 1000 }))).rejects.toThrow(
       ArchiveRefused,
     );
+  });
+});
+
+describe("copyEntry", () => {
+  it("fails the copy, not the process, when the entry's body breaks off", async () => {
+    const tar = pack();
+    const reading = (async () => {
+      for await (const _ of tar) {
+        // drained, as a response body would be
+      }
+    })().catch((error: unknown) => error);
+    async function* broken() {
+      yield Buffer.from("half a file");
+      throw new Error("reading the home failed (exit 137)");
+    }
+    const body = Object.assign(broken(), { resume: () => undefined });
+    await expect(copyEntry(tar, { name: "./big.bin", size: 1_000, type: "file" }, body)).rejects.toThrow(
+      "reading the home failed (exit 137)",
+    );
+    // the pack is torn down with it; its reader sees the failure
+    expect(await reading).toBeInstanceOf(Error);
   });
 });

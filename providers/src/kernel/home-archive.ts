@@ -18,6 +18,9 @@ export async function copyEntry(
 ): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const sink = pack.entry(header, (error) => (error ? reject(error) : resolve()));
+    // a failure reaches the caller through the entry's callback above; the same failure as an
+    // 'error' event with nobody listening would take the whole process down
+    sink.on("error", () => undefined);
     if (header.type !== "file" && header.type !== "contiguous-file") {
       body.resume();
       return;
