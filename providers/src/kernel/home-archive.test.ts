@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { extract, pack } from "tar-stream";
+import { extract, type Header, pack } from "tar-stream";
 import { describe, expect, it } from "vitest";
 import { ArchiveRefused, archiveMemberName, copyEntry, sanitiseHomeArchive } from "./home-archive.ts";
 
@@ -74,9 +74,22 @@ describe("copyEntry", () => {
       throw new Error("reading the home failed (exit 137)");
     }
     const body = Object.assign(broken(), { resume: () => undefined });
-    await expect(copyEntry(tar, { name: "./big.bin", size: 1_000, type: "file" }, body)).rejects.toThrow(
-      "reading the home failed (exit 137)",
-    );
+    const header: Header = {
+      name: "./big.bin",
+      size: 1_000,
+      type: "file",
+      mode: 0o644,
+      mtime: new Date(),
+      linkname: "",
+      uid: 1000,
+      gid: 1000,
+      uname: "",
+      gname: "",
+      devmajor: 0,
+      devminor: 0,
+      pax: null,
+    };
+    await expect(copyEntry(tar, header, body)).rejects.toThrow("reading the home failed (exit 137)");
     // the pack is torn down with it; its reader sees the failure
     expect(await reading).toBeInstanceOf(Error);
   });
