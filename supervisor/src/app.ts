@@ -22,7 +22,7 @@ export interface AppDeps {
 
 export function createApp({ token, manager, logError = console.error }: AppDeps) {
   const app = new Hono();
-  app.use("*", requireBearer(token, new Set(["/health"])));
+  app.use("*", requireBearer(token, new Set(["/health", "/alive"])));
   app.route("/", healthRoutes(manager));
   app.route("/", computerRoutes(manager));
   app.route("/", execRoutes(manager));

@@ -7,6 +7,7 @@ import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import type { ActResult, CommandEvent, FileEntry } from "@cubicle/providers/contract";
 import type { ContainerManager } from "./containers/manager.ts";
+import { Liveness } from "./liveness.ts";
 import { parseNdjson } from "./ndjson.ts";
 import type { Problem, ProblemCode } from "./problems.ts";
 import {
@@ -45,7 +46,12 @@ export interface SupervisorClientOptions {
   baseUrl: string;
   token: string;
   fetch?: typeof fetch;
+  /** How often calls in flight check that the supervisor answers, and how long they wait for it. */
+  liveness?: { everyMs: number; withinMs: number };
 }
+
+/** Long enough for a supervisor under load (its /alive touches nothing), short enough to be told. */
+const LIVENESS = { everyMs: 5_000, withinMs: 10_000 };
 
 /** A file to write: bytes in memory, or a stream of exactly `size` bytes. */
 export type FileBody = Uint8Array | { stream: ReadableStream<Uint8Array>; size: number };
@@ -113,6 +119,44 @@ interface Call {
   signal?: AbortSignal;
   /** Statuses that are answers, not failures (e.g. 503 from /health). */
   accept?: number[];
+}
+
+/**
+ * The response with a body that says `done` once read to its end, failed or cancelled, and fails
+ * in the caller's words (`failure`) when the read is cut short.
+ */
+function watchedBody(response: Response, done: () => void, failure: (error: unknown) => unknown): Response {
+  if (response.body === null) {
+    done();
+    return response;
+  }
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const next = await reader.read();
+          if (next.done) {
+            done();
+            controller.close();
+          } else controller.enqueue(next.value);
+        } catch (error) {
+          done();
+          controller.error(failure(error));
+        }
+      },
+      async cancel(reason) {
+        done();
+        await reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 const computerPath = (ref: ComputerRef, rest = "") => `/computers/${encodeURIComponent(ref.homeKey)}${rest}`;
@@ -191,8 +235,18 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
       },
     );
 
+  const liveness = new Liveness(async (signal) => {
+    const answer = await fetchImpl(`${baseUrl}/alive`, { signal });
+    await answer.body?.cancel();
+  }, options.liveness ?? LIVENESS);
+
+  /** The response, its body watched too: a supervisor that stops answering mid-stream fails it. */
   async function call(request: Call): Promise<Response> {
     const { url, headers, body } = target(request);
+    const watch = liveness.watch();
+    const signal = request.signal ? AbortSignal.any([request.signal, watch.signal]) : watch.signal;
+    // the caller's own abort stays the caller's; the watch's is the supervisor's silence
+    const failure = (error: unknown) => (request.signal?.aborted ? error : unreachable(error));
     let response: Response;
     try {
       response = await fetchImpl(url, {
@@ -200,14 +254,15 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
         headers,
         ...(body === undefined ? {} : { body }),
         ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
-        ...(request.signal ? { signal: request.signal } : {}),
+        signal,
       } as RequestInit);
     } catch (error) {
-      if (request.signal?.aborted) throw error;
-      throw unreachable(error);
+      watch.done();
+      throw failure(error);
     }
-    if (!response.ok && !request.accept?.includes(response.status)) throw await errorOf(response);
-    return response;
+    const watched = watchedBody(response, watch.done, failure);
+    if (!watched.ok && !request.accept?.includes(watched.status)) throw await errorOf(watched);
+    return watched;
   }
 
   /**
@@ -217,9 +272,14 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
    */
   function download(request: Call): Promise<ReadableStream<Uint8Array>> {
     const { url, headers } = target(request);
+    const watch = liveness.watch();
     return new Promise((resolve, reject) => {
       const send = url.protocol === "https:" ? httpsRequest : httpRequest;
       const outgoing = send(url, { method: request.method, headers }, (incoming) => {
+        incoming.once("close", watch.done);
+        watch.signal.addEventListener("abort", () => incoming.destroy(unreachable(watch.signal.reason)), {
+          once: true,
+        });
         const status = incoming.statusCode ?? 0;
         if (status >= 200 && status < 300) {
           // a connection lost mid-archive errors the stream ("aborted"); it never just ends
@@ -233,7 +293,11 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
           void errorOf(new Response(Buffer.concat(chunks), { status })).then(reject, reject);
         });
       });
-      outgoing.on("error", (error) => reject(unreachable(error)));
+      outgoing.on("error", (error) => {
+        watch.done();
+        reject(unreachable(error));
+      });
+      watch.signal.addEventListener("abort", () => outgoing.destroy(watch.signal.reason), { once: true });
       outgoing.end();
     });
   }

@@ -319,6 +319,35 @@ describe("the supervisor on the real engine", () => {
     expect(seen).toBe("hello in /home/cubicle");
   });
 
+  it(
+    "fails calls and a command's stream while the supervisor is stopped, and serves once it resumes",
+    LONG,
+    async () => {
+      const watching = createSupervisorClient({
+        baseUrl: supervisor?.url ?? "",
+        token: TOKEN,
+        liveness: { everyMs: 500, withinMs: 1_500 },
+      });
+      const pid = supervisor?.child.pid as number;
+      const command = (async () => {
+        for await (const _ of watching.exec(ref, { command: "echo started; sleep 30", timeoutMs: 60_000 })) {
+          // the first event arrives before the stop
+        }
+      })();
+      await new Promise((done) => setTimeout(done, 1_000));
+      process.kill(pid, "SIGSTOP");
+      try {
+        await expect(command).rejects.toMatchObject({ code: "SUPERVISOR_UNREACHABLE" });
+        await expect(watching.list()).rejects.toMatchObject({ code: "SUPERVISOR_UNREACHABLE" });
+      } finally {
+        process.kill(pid, "SIGCONT");
+      }
+      // the connections taken while it was stopped are not reused for what comes after
+      expect((await run(watching, ref, "echo again")).stdout).toBe("again\n");
+      expect((await watching.list()).map((computer) => computer.homeKey)).toContain(ref.homeKey);
+    },
+  );
+
   it("kills the whole process tree on timeout (124)", LONG, async () => {
     const started = Date.now();
     const all = await events(client, ref, "sleep 4321 & (sleep 4322 &) ; sleep 4323; echo never", 1_500);

@@ -84,7 +84,10 @@ export const PROVIDER_PROBLEMS = {
   502: {
     description: "The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED)",
   },
-  503: { description: "Computers are disabled (SANDBOX_DISABLED)" },
+  503: {
+    description:
+      "Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After)",
+  },
 } as const;
 
 const listComputers = defineRoute(

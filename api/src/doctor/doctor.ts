@@ -7,7 +7,7 @@ import { type Check, providerChecks, supervisorChecks } from "./checks.ts";
 import type { DoctorView } from "./routes.ts";
 
 /** Long enough for a vendor's one call behind the api's; a doctor that hangs helps nobody. */
-const CALL_TIMEOUT_MS = 20_000;
+const API_TIMEOUT_MS = 20_000;
 
 /**
  * `cubicle doctor`: reads the configuration as the api does (the same variables and secret files),
@@ -61,7 +61,7 @@ async function askApi(apiUrl: string, secrets: Secrets): Promise<DoctorView | { 
   try {
     response = await fetch(`${apiUrl}/internal/doctor`, {
       headers: { authorization: `Bearer ${await mintServiceToken(keyring, "doctor")}` },
-      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+      signal: AbortSignal.timeout(API_TIMEOUT_MS),
     });
   } catch {
     return {
@@ -98,11 +98,8 @@ async function askApi(apiUrl: string, secrets: Secrets): Promise<DoctorView | { 
 
 async function askSupervisor(env: ApiEnv, secrets: Secrets, view: DoctorView): Promise<Check[]> {
   const url = env.sandbox.supervisorUrl;
-  const supervisor = createSupervisorClient({
-    baseUrl: url,
-    token: secrets.supervisorToken ?? "",
-    fetch: (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }),
-  });
+  // a supervisor that does not answer fails the call within seconds (the client's liveness watch)
+  const supervisor = createSupervisorClient({ baseUrl: url, token: secrets.supervisorToken ?? "" });
   try {
     const diagnosis = await supervisor.diagnose();
     return [

@@ -5,6 +5,9 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { CheckpointStoreError } from "../checkpoints/store/index.ts";
 import { HttpProblem } from "./problem.ts";
 
+/** How long a caller waits before asking a backend that did not answer again. */
+const PROVIDER_RETRY_AFTER_SECONDS = 5;
+
 /** The HTTP status each provider failure is answered with. */
 const PROVIDER_ERROR_STATUS = {
   SANDBOX_DISABLED: 503,
@@ -24,6 +27,7 @@ const PROVIDER_ERROR_STATUS = {
   APP_LAUNCH_FAILED: 502,
   PROVIDER_AUTH_FAILED: 502,
   PROVIDER_FAILURE: 502,
+  PROVIDER_UNAVAILABLE: 503,
 } as const satisfies Record<ProviderErrorCode, ContentfulStatusCode>;
 
 /**
@@ -32,8 +36,12 @@ const PROVIDER_ERROR_STATUS = {
  */
 export function toHttpProblem(error: unknown): HttpProblem | undefined {
   if (error instanceof HttpProblem) return error;
-  if (error instanceof ProviderError)
-    return new HttpProblem(PROVIDER_ERROR_STATUS[error.code], error.code, error.message);
+  if (error instanceof ProviderError) {
+    const problem = new HttpProblem(PROVIDER_ERROR_STATUS[error.code], error.code, error.message);
+    // a backend that does not answer now may shortly: when to ask again
+    if (error.code === "PROVIDER_UNAVAILABLE") problem.retryAfterSeconds = PROVIDER_RETRY_AFTER_SECONDS;
+    return problem;
+  }
   if (error instanceof CheckpointStoreError) {
     // The archive came from the computer: one that breaks off is the provider's failure.
     if (error.code === "INVALID_ARCHIVE")

@@ -46,6 +46,9 @@ export class HttpProblem extends Error {
     super(detail ?? code);
     this.name = "HttpProblem";
   }
+
+  /** Sent as Retry-After: the problem is expected to pass (503, 429). */
+  retryAfterSeconds: number | undefined;
 }
 
 export function problemBody(c: Context, problem: HttpProblem): Problem {
@@ -66,6 +69,7 @@ export function problemBody(c: Context, problem: HttpProblem): Problem {
 export function problemResponse(c: Context, problem: HttpProblem): Response {
   return c.body(JSON.stringify(problemBody(c, problem)), problem.status, {
     "content-type": "application/problem+json",
+    ...(problem.retryAfterSeconds === undefined ? {} : { "retry-after": String(problem.retryAfterSeconds) }),
   });
 }
 

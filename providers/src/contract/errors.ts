@@ -21,6 +21,8 @@ export const PROVIDER_ERROR_CODES = [
   /** The vendor refused the configured API key: the operator's to fix, not a passing failure. */
   "PROVIDER_AUTH_FAILED",
   "PROVIDER_FAILURE",
+  /** The backend does not answer (its supervisor stopped, say): try again shortly. */
+  "PROVIDER_UNAVAILABLE",
 ] as const;
 
 export type ProviderErrorCode = (typeof PROVIDER_ERROR_CODES)[number];

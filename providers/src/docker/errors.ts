@@ -13,6 +13,7 @@ const CODES: Partial<Record<SupervisorError["code"], ProviderErrorCode>> = {
   NOT_A_DIRECTORY: "NOT_A_DIRECTORY",
   FILE_TOO_LARGE: "FILE_TOO_LARGE",
   INVALID_ACTIONS: "INVALID_ACTIONS",
+  SUPERVISOR_UNREACHABLE: "PROVIDER_UNAVAILABLE",
 };
 
 export function asProviderError(error: unknown): unknown {

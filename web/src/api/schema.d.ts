@@ -2794,7 +2794,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Computers are disabled (SANDBOX_DISABLED) */
+                /** @description Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After) */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -2979,7 +2979,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Computers are disabled (SANDBOX_DISABLED) */
+                /** @description Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After) */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3086,7 +3086,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Computers are disabled (SANDBOX_DISABLED) */
+                /** @description Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After) */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3705,7 +3705,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Computers are disabled (SANDBOX_DISABLED) */
+                /** @description Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After) */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3899,7 +3899,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Computers are disabled (SANDBOX_DISABLED) */
+                /** @description Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After) */
                 503: {
                     headers: {
                         [name: string]: unknown;
