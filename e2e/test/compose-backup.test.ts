@@ -42,6 +42,8 @@ describe("backup and restore of the Compose stack", () => {
     project: "cubicle-backup",
     edgeNet: "172.31.243",
     screensNet: "172.31.242",
+    backendNet: "172.31.234",
+    controlNet: "172.31.235",
   });
   const backups = mkdtempSync(join(tmpdir(), "cubicle-backups-"));
   const backup = join(backups, "full");

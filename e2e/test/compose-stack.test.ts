@@ -25,6 +25,8 @@ describe("the Compose stack", () => {
     project: "cubicle-smoke",
     edgeNet: "172.31.241",
     screensNet: "172.31.240",
+    backendNet: "172.31.236",
+    controlNet: "172.31.237",
     // two api replicas behind the same dashboard, proxy and database, from the first start
     env: { CUBICLE_API_REPLICAS: "2", SANDBOX_IDLE_MS: "10000" },
   });

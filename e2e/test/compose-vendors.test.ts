@@ -18,7 +18,13 @@ const EDGE = "172.31.245";
 const GATEWAY = `${EDGE}.1`;
 
 describe("the Compose stack with computers at a vendor", () => {
-  const stack = new ComposeStack({ project: "cubicle-vendors", edgeNet: EDGE, screensNet: "172.31.244" });
+  const stack = new ComposeStack({
+    project: "cubicle-vendors",
+    edgeNet: EDGE,
+    screensNet: "172.31.244",
+    backendNet: "172.31.232",
+    controlNet: "172.31.233",
+  });
   const instance = `compose-vendors-${randomBytes(3).toString("hex")}`;
   const closers: (() => Promise<void>)[] = [];
 

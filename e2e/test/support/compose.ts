@@ -49,9 +49,11 @@ export const inspect = async (name: string) => JSON.parse(await docker("inspect"
 export interface StackOptions {
   /** The Compose project name, distinct per test file. */
   project: string;
-  /** The /24 prefixes of its edge and screens networks (`172.31.241`), distinct per test file. */
+  /** The /24 prefixes of its networks (`172.31.241`), distinct per test file. */
   edgeNet: string;
   screensNet: string;
+  backendNet: string;
+  controlNet: string;
   /** More of the stack's variables (CUBICLE_API_REPLICAS, SANDBOX_IDLE_MS…). */
   env?: Record<string, string>;
 }
@@ -75,7 +77,7 @@ export class ComposeStack {
     chmodSync(this.dir, 0o755);
     const [webPort, proxyPort] = [await findFreePort(), await findFreePort()];
     this.webUrl = `http://127.0.0.1:${webPort}`;
-    const { edgeNet, screensNet } = this.options;
+    const { edgeNet, screensNet, backendNet, controlNet } = this.options;
     this.env = {
       CUBICLE_WEB_PORT: String(webPort),
       CUBICLE_PROXY_PORT: String(proxyPort),
@@ -85,6 +87,8 @@ export class ComposeStack {
       CUBICLE_EDGE_SUBNET: `${edgeNet}.0/24`,
       CUBICLE_SCREENS_SUBNET: `${screensNet}.0/24`,
       CUBICLE_SCREENS_GATEWAY: `${screensNet}.1`,
+      CUBICLE_BACKEND_SUBNET: `${backendNet}.0/24`,
+      CUBICLE_CONTROL_SUBNET: `${controlNet}.0/24`,
       ...this.options.env,
     };
     await this.compose(["down", "--volumes", "--remove-orphans"]);
