@@ -73,10 +73,7 @@ describe("backup and restore of the Compose stack", () => {
   const signedIn = async () => {
     const owner = new TestClient(stack.webUrl, [], stack.webUrl);
     const signIn = { email: made.email, password: PASSWORD };
-    expectStatus(
-      await owner.post("/api/auth/sign-in/email", signIn, { headers: { origin: stack.webUrl } }),
-      200,
-    );
+    expectStatus(await owner.fromDashboard("/api/auth/sign-in/email", signIn), 200);
     return owner;
   };
   const computerPath = () => `/v1/workspaces/${made.workspaceId}/computers/${made.computerId}`;
@@ -154,10 +151,7 @@ describe("backup and restore of the Compose stack", () => {
       await stack.up();
       const owner = new TestClient(stack.webUrl, [], stack.webUrl);
       const signUp = { email: made.email, password: PASSWORD, name: "Owner" };
-      expectStatus(
-        await owner.post("/api/auth/sign-up/email", signUp, { headers: { origin: stack.webUrl } }),
-        200,
-      );
+      expectStatus(await owner.fromDashboard("/api/auth/sign-up/email", signUp), 200);
       made.workspaceId = expectStatus(
         await owner.post("/v1/workspaces", { name: `Backup ${tag}` }),
         201,

@@ -84,10 +84,7 @@ describe("the Compose stack", () => {
       const owner = new TestClient(stack.webUrl, [], stack.webUrl);
       // as the dashboard's sign-up page does: its origin on every call
       const signUp = { email: made.email, password: PASSWORD, name: "Owner" };
-      expectStatus(
-        await owner.post("/api/auth/sign-up/email", signUp, { headers: { origin: stack.webUrl } }),
-        200,
-      );
+      expectStatus(await owner.fromDashboard("/api/auth/sign-up/email", signUp), 200);
       made.owner = owner;
       made.workspaceId = expectStatus(
         await owner.post("/v1/workspaces", { name: `Smoke ${tag}` }),
@@ -288,10 +285,7 @@ describe("the Compose stack", () => {
       await stack.up();
       const owner = new TestClient(stack.webUrl, [], stack.webUrl);
       const signIn = { email: made.email, password: PASSWORD };
-      expectStatus(
-        await owner.post("/api/auth/sign-in/email", signIn, { headers: { origin: stack.webUrl } }),
-        200,
-      );
+      expectStatus(await owner.fromDashboard("/api/auth/sign-in/email", signIn), 200);
       const workspaces = expectStatus(await owner.get("/v1/workspaces"), 200).json;
       expect(JSON.stringify(workspaces)).toContain(made.workspaceId);
       const bots = expectStatus(await owner.get(`/v1/workspaces/${made.workspaceId}/bots`), 200).json;

@@ -31,10 +31,7 @@ describe("cubicle doctor on npm start", () => {
     owner = new TestClient(stack.webUrl, [], stack.webUrl);
     const signUp = { email: `doctor-${tag}@example.com`, password: "correct horse battery", name: "Doctor" };
     // as the dashboard's sign-up page does: its origin on the call
-    expectStatus(
-      await owner.post("/api/auth/sign-up/email", signUp, { headers: { origin: stack.webUrl } }),
-      200,
-    );
+    expectStatus(await owner.fromDashboard("/api/auth/sign-up/email", signUp), 200);
     workspaceId = expectStatus(await owner.post("/v1/workspaces", { name: `Doctor ${tag}` }), 201).json.id;
     // a Private bot's computer, started by a session: a home and a container for the doctor to check
     const bot = await createBot(owner, workspaceId, "private");
