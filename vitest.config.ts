@@ -6,7 +6,7 @@ const providerSuites = "providers/testing/backends/*.test.ts";
 /**
  * One run covers everything: unit tests, the API and database suites on both database dialects
  * (embedded PGlite and a real Postgres started for the run), the shared provider suites against
- * every backend, and end-to-end checks.
+ * every backend, end-to-end checks, and the reliability suite (faults, load, hostile input).
  *
  * Most of the unit and api suites wait on a database or a process, not on the CPU, so they run two
  * files at a time; then the provider suites and the end-to-end journeys run one file at a time
@@ -64,6 +64,18 @@ export default defineConfig({
       {
         extends: true,
         test: { name: "e2e", ...oneAtATime(2), include: ["e2e/test/**/*.test.ts"] },
+      },
+      {
+        // faults, load and hostile input (`npm run reliability` runs the same files and prints the report)
+        extends: true,
+        test: {
+          name: "reliability",
+          ...oneAtATime(3),
+          include: ["reliability/test/**/*.test.ts"],
+          // the production dialect: faults and load are about the real database server's behaviour
+          env: { CUBICLE_TEST_DB: "postgres" },
+          globalSetup: ["db/src/testing/global-setup.ts"],
+        },
       },
     ],
   },
