@@ -55,11 +55,13 @@ export default class ReliabilityReport implements Reporter {
       .map(([family, row]) => cells(family, row));
     lines.push(cells("all", total));
     const widths = header.map((title, column) =>
-      Math.max(title.length, ...lines.map((line) => line[column].length)),
+      Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)),
     );
     const format = (cells: string[]) =>
       cells
-        .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+        .map((cell, column) =>
+          column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0),
+        )
         .join("  ");
     process.stdout.write(
       `\nReliability report\n${format(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${lines.map(format).join("\n")}\n` +
