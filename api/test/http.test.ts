@@ -14,8 +14,11 @@ describe("the API's HTTP surface", () => {
     const health = expectStatus(await t.client().get("/health"), 200).json;
     expect(health).toEqual({
       ok: true,
+      status: "ok",
       version: "0.1.0",
       db: "ok",
+      provider: "ok",
+      providerProblem: null,
       dbDialect: process.env.CUBICLE_TEST_DB === "postgres" ? "postgres" : "pglite",
       sandbox: "fake",
       configured: "fake",

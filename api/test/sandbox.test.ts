@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { until } from "./support/until.ts";
 import { buildWorld } from "./support/world.ts";
 
 const running: TestApi[] = [];
@@ -91,5 +94,52 @@ describe("the effective sandbox provider", () => {
       200,
     );
     expect(await health(t)).toMatchObject({ sandbox: "fake", configured: "fake", override: "this-host" });
+  });
+});
+
+describe("/health and the provider in effect", () => {
+  it("says degraded, naming the problem, while the supervisor does not answer, and ok when it does again", async () => {
+    // a supervisor that stops answering, as a SIGSTOPped one does: connections are taken, no reply comes
+    const supervisor = { answering: true };
+    const server = createServer((req, res) => {
+      if (!supervisor.answering) return;
+      if (req.url === "/computers")
+        res.writeHead(200, { "content-type": "application/json" }).end('{"computers":[]}');
+      else res.writeHead(204).end();
+    });
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    try {
+      const t = await api({
+        SANDBOX_PROVIDER: "docker",
+        SANDBOX_SUPERVISOR_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        SANDBOX_SUPERVISOR_TOKEN: randomBytes(32).toString("hex"),
+      });
+      expect(await health(t)).toMatchObject({
+        ok: true,
+        status: "ok",
+        provider: "ok",
+        providerProblem: null,
+      });
+
+      supervisor.answering = false;
+      const degraded = await until("health to say degraded", async () => {
+        const now = await health(t);
+        return now.status === "degraded" ? now : undefined;
+      });
+      expect(degraded).toMatchObject({
+        ok: false,
+        db: "ok",
+        provider: "error",
+        providerProblem: "PROVIDER_UNAVAILABLE: the provider did not answer within 3 s",
+      });
+
+      supervisor.answering = true;
+      await until("health to say ok again", async () =>
+        (await health(t)).status === "ok" ? true : undefined,
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+    }
   });
 });

@@ -1,8 +1,8 @@
 import type { ComputerState } from "@cubicle/db";
 import type { ProviderChoice } from "@cubicle/providers";
-import { ProviderError } from "@cubicle/providers/contract";
 import { createRouter } from "../http/router.ts";
 import { serviceOnly } from "../internal/service-only.ts";
+import type { ProviderTrouble } from "../sandbox/sandbox.ts";
 
 /** What `cubicle doctor` asks of the running api: what it chose, and whether that works. */
 export interface DoctorView {
@@ -10,7 +10,7 @@ export interface DoctorView {
   /** The provider this api runs new computers on, as it decided it (not as the doctor would). */
   provider: ProviderChoice;
   /** Null when the provider took Cubicle's credential with one call; else why it did not. */
-  access: { code: string; detail: string } | null;
+  access: ProviderTrouble | null;
   /** The computers the current provider has made, each of which has a home there. */
   computers: { id: string; workspaceId: string; homeKey: string; state: ComputerState }[];
 }
@@ -25,13 +25,7 @@ export function doctorRoutes() {
   app.get("/internal/doctor", async (c) => {
     const { sandbox, database, version } = c.var.deps;
     const provider = await sandbox.choice();
-    const access = await (await sandbox.current()).verifyAccess().then(
-      () => null,
-      (error: unknown) =>
-        error instanceof ProviderError
-          ? { code: error.code, detail: error.message }
-          : { code: "PROVIDER_FAILURE", detail: error instanceof Error ? error.message : String(error) },
-    );
+    const access = await sandbox.access();
     const computers = await database.db
       .selectFrom("computers")
       .select(["id", "workspace_id", "home_key", "state"])

@@ -5,9 +5,22 @@ import { createRouter } from "../http/router.ts";
 
 const HealthSchema = z
   .object({
-    ok: z.boolean(),
+    ok: z.boolean().openapi({ description: "True when `status` is ok." }),
+    status: z.enum(["ok", "degraded", "down"]).openapi({
+      description:
+        "ok: the database and the provider answer. degraded: the database answers but the provider in effect does not (or refuses Cubicle's credential): the dashboard, sign-in and the API's records work; computers cannot start, stop or be used (answered 503 PROVIDER_UNAVAILABLE with Retry-After). down: the database does not answer (HTTP 503).",
+    }),
     version: z.string(),
     db: z.enum(["ok", "error"]),
+    provider: z
+      .enum(["ok", "error", "unknown"])
+      .openapi({
+        description: "Whether the provider in effect answers (unknown while the database is down).",
+      }),
+    providerProblem: z
+      .string()
+      .nullable()
+      .openapi({ description: "When `provider` is error: the problem's code and what failed." }),
     dbDialect: z.enum(["pglite", "postgres"]),
     sandbox: z.enum(PROVIDER_KINDS).openapi({ description: "The provider new computers use right now." }),
     configured: z.enum(PROVIDER_KINDS).openapi({ description: "SANDBOX_PROVIDER as configured." }),
@@ -22,10 +35,13 @@ const HealthSchema = z
 const health = createRoute({
   method: "get",
   path: "/health",
-  summary: "Liveness and database health",
+  summary: "Liveness, database and provider health",
   tags: ["Operations"],
   responses: {
-    200: { description: "Healthy", content: { "application/json": { schema: HealthSchema } } },
+    200: {
+      description: "Serving: healthy, or degraded while the provider does not answer",
+      content: { "application/json": { schema: HealthSchema } },
+    },
     503: {
       description: "The database does not answer",
       content: { "application/json": { schema: HealthSchema } },
@@ -65,7 +81,10 @@ export function healthRoutes() {
           {
             ...base,
             ok: false,
+            status: "down" as const,
             db: "error" as const,
+            provider: "unknown" as const,
+            providerProblem: null,
             sandbox: configured,
             configured,
             override: null,
@@ -74,12 +93,17 @@ export function healthRoutes() {
           503,
         );
       }
-      const choice = await sandbox.choice();
+      const [choice, trouble] = await Promise.all([sandbox.choice(), sandbox.healthAccess()]);
       return c.json(
         {
           ...base,
-          ok: true,
+          // a replica whose provider is down still serves the dashboard, sign-in and records, so it
+          // stays 200: taking every replica out of a load balancer would help nobody
+          ok: trouble === null,
+          status: trouble === null ? ("ok" as const) : ("degraded" as const),
           db: "ok" as const,
+          provider: trouble === null ? ("ok" as const) : ("error" as const),
+          providerProblem: trouble && `${trouble.code}: ${trouble.detail}`,
           sandbox: choice.effective,
           configured: choice.configured,
           override: choice.computerHost,

@@ -1,11 +1,22 @@
 import type { Database } from "@cubicle/db";
 import { buildProvider, chooseProvider, type ProviderChoice } from "@cubicle/providers";
-import type { ProviderKind, SandboxProvider } from "@cubicle/providers/contract";
+import { ProviderError, type ProviderKind, type SandboxProvider } from "@cubicle/providers/contract";
 import type { Kysely } from "kysely";
 import type { ApiEnv } from "../config/env.ts";
 import type { Logger } from "../observability/logger.ts";
 
 type Shutdownable = SandboxProvider & { shutdown?: () => Promise<void> };
+
+/** Why the provider in effect could not be used: its error code and what it said. */
+export interface ProviderTrouble {
+  code: string;
+  detail: string;
+}
+
+/** How long /health waits for the provider before saying it does not answer. */
+const HEALTH_ACCESS_DEADLINE_MS = 3_000;
+/** How long one answer serves /health. */
+const HEALTH_ACCESS_REMEMBERED_MS = 5_000;
 
 /**
  * The API's door to computers: which provider is in effect right now (the computer-host setting
@@ -13,6 +24,7 @@ type Shutdownable = SandboxProvider & { shutdown?: () => Promise<void> };
  */
 export class Sandbox {
   private readonly built = new Map<ProviderKind, Promise<Shutdownable>>();
+  private lastHealthAccess?: { askedAt: number; trouble: Promise<ProviderTrouble | null> };
 
   constructor(
     private readonly env: ApiEnv,
@@ -45,6 +57,45 @@ export class Sandbox {
   /** The provider new provisions use. */
   async current(): Promise<SandboxProvider> {
     return this.provider((await this.choice()).effective);
+  }
+
+  /** Whether the provider in effect answers and takes Cubicle's credential: null if so, else why not. */
+  async access(): Promise<ProviderTrouble | null> {
+    return (await this.current()).verifyAccess().then(
+      () => null,
+      (error: unknown) =>
+        error instanceof ProviderError
+          ? { code: error.code, detail: error.message }
+          : { code: "PROVIDER_FAILURE", detail: error instanceof Error ? error.message : String(error) },
+    );
+  }
+
+  /**
+   * access() as /health reports it: bounded, so a supervisor that stopped answering shows in
+   * seconds (not after the supervisor client's own 10 s liveness deadline); and one answer serves
+   * every poll for a few seconds, so load balancers polling each replica do not become a stream of
+   * calls to a vendor's API.
+   */
+  healthAccess(): Promise<ProviderTrouble | null> {
+    const now = Date.now();
+    if (this.lastHealthAccess && now - this.lastHealthAccess.askedAt < HEALTH_ACCESS_REMEMBERED_MS)
+      return this.lastHealthAccess.trouble;
+    let deadline: NodeJS.Timeout | undefined;
+    const trouble = Promise.race([
+      this.access(),
+      new Promise<ProviderTrouble>((resolve) => {
+        deadline = setTimeout(
+          () =>
+            resolve({
+              code: "PROVIDER_UNAVAILABLE",
+              detail: `the provider did not answer within ${HEALTH_ACCESS_DEADLINE_MS / 1000} s`,
+            }),
+          HEALTH_ACCESS_DEADLINE_MS,
+        );
+      }),
+    ]).finally(() => clearTimeout(deadline));
+    this.lastHealthAccess = { askedAt: now, trouble };
+    return trouble;
   }
 
   provider(kind: ProviderKind): Promise<SandboxProvider> {

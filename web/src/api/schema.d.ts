@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness and database health */
+        /** Liveness, database and provider health */
         get: {
             parameters: {
                 query?: never;
@@ -21,7 +21,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Healthy */
+                /** @description Serving: healthy, or degraded while the provider does not answer */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5945,10 +5945,23 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         Health: {
+            /** @description True when `status` is ok. */
             ok: boolean;
+            /**
+             * @description ok: the database and the provider answer. degraded: the database answers but the provider in effect does not (or refuses Cubicle's credential): the dashboard, sign-in and the API's records work; computers cannot start, stop or be used (answered 503 PROVIDER_UNAVAILABLE with Retry-After). down: the database does not answer (HTTP 503).
+             * @enum {string}
+             */
+            status: "ok" | "degraded" | "down";
             version: string;
             /** @enum {string} */
             db: "ok" | "error";
+            /**
+             * @description Whether the provider in effect answers (unknown while the database is down).
+             * @enum {string}
+             */
+            provider: "ok" | "error" | "unknown";
+            /** @description When `provider` is error: the problem's code and what failed. */
+            providerProblem: string | null;
             /** @enum {string} */
             dbDialect: "pglite" | "postgres";
             /**

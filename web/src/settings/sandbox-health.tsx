@@ -6,6 +6,11 @@ import { useHealth } from "./queries.ts";
 import styles from "./settings.module.css";
 
 const DIALECTS = { pglite: "embedded Postgres", postgres: "Postgres" } as const;
+const STATUS = {
+  ok: { label: "Healthy", tone: "ok" },
+  degraded: { label: "Degraded: computers cannot be reached", tone: "warn" },
+  down: { label: "Unhealthy", tone: "danger" },
+} as const;
 
 /** What /health says: the provider computers actually use now (which may differ from the configured one). */
 export function SandboxHealth() {
@@ -19,11 +24,9 @@ export function SandboxHealth() {
           <dl className={styles.facts}>
             <dt>Status</dt>
             <dd>
-              {health.data.ok ? (
-                <span className="badge ok">Healthy</span>
-              ) : (
-                <span className="badge danger">Unhealthy</span>
-              )}
+              <span className={`badge ${STATUS[health.data.status].tone}`}>
+                {STATUS[health.data.status].label}
+              </span>
             </dd>
             <dt>Sandbox provider in use</dt>
             <dd>
@@ -47,6 +50,11 @@ export function SandboxHealth() {
             <dt>Version</dt>
             <dd>{health.data.version}</dd>
           </dl>
+          {health.data.providerProblem ? (
+            <p className="notice error" role="alert">
+              <strong>The provider does not answer:</strong> {health.data.providerProblem}
+            </p>
+          ) : null}
           {health.data.sandboxNote ? (
             <p className="notice warning" role="note">
               <strong>About the provider:</strong> {health.data.sandboxNote}
