@@ -1,3 +1,4 @@
+import { MAX_CLAIM_ID_LENGTH } from "@cubicle/proxy/capability";
 import type { Context } from "hono";
 import { z } from "zod";
 import { touchComputer } from "../computers/lifecycle.ts";
@@ -11,16 +12,17 @@ import { streamNotifications } from "./notification-stream.ts";
 import { redeem } from "./redemptions.ts";
 import { serviceOnly } from "./service-only.ts";
 
-const ActivitySchema = z.object({ computerIds: z.array(z.string().min(1).max(200)).max(10_000) });
+// Ids as long as a capability may carry: the proxy refuses a token naming a longer one itself.
+const ClaimId = z.string().min(1).max(MAX_CLAIM_ID_LENGTH);
+
+const ActivitySchema = z.object({ computerIds: z.array(ClaimId).max(10_000) });
 
 const AccessSchema = z.object({
-  grants: z
-    .array(z.object({ subject: z.string().min(1).max(200), workspaceId: z.string().min(1).max(200) }))
-    .max(10_000),
+  grants: z.array(z.object({ subject: ClaimId, workspaceId: ClaimId })).max(10_000),
 });
 
 const RedemptionSchema = z.object({
-  jti: z.string().min(1).max(200),
+  jti: ClaimId,
   expiresAt: z.iso.datetime({ offset: true }),
 });
 

@@ -7,12 +7,13 @@ import { startTestApi, type TestApi } from "../../../api/test/support/harness.ts
  * A real api and a real screen proxy that share one capability key, the proxy admitting sockets
  * from `pageOrigin` (the test's noVNC page): what a browser needs to watch a live screen. With
  * `logs`, both log at debug level and every line they write is pushed there (else they are silent).
+ * `key` is the shared capability key, for a test that starts another replica or forges tokens.
  */
 export async function startApiAndProxy(
   env: Record<string, string>,
   pageOrigin: string,
   options: { logs?: string[] } = {},
-): Promise<{ t: TestApi; proxy: RunningProxy }> {
+): Promise<{ t: TestApi; proxy: RunningProxy; key: string }> {
   const { logs } = options;
   const logDestination = logs && { write: (line: string) => void logs.push(line) };
   const key = randomBytes(32).toString("base64url");
@@ -36,5 +37,5 @@ export async function startApiAndProxy(
     }),
     { logDestination },
   );
-  return { t, proxy };
+  return { t, proxy, key };
 }

@@ -3,7 +3,7 @@ import type { ScreenTarget } from "@cubicle/providers/contract";
 import { CompactEncrypt, compactDecrypt } from "jose";
 import type { CapabilityKey, CapabilityKeyring } from "./keys.ts";
 import { SCREEN_MODES, type ScreenMode } from "./modes.ts";
-import { CapabilityRefused, type SignedTokenKind, sign, verify } from "./signed.ts";
+import { CapabilityRefused, isClaimId, type SignedTokenKind, sign, verify } from "./signed.ts";
 
 /** A capability only opens a socket; the socket then lives as long as its mode allows. */
 export const MAX_CAPABILITY_TTL_SECONDS = 60;
@@ -88,12 +88,12 @@ export async function verifyCapability(
   const { payload, key } = await verify(SCREEN_CAPABILITY, keyring, token, options.now ?? new Date());
   const { ws, cmp, scr, mode, lease, tgt } = payload;
   if (
-    typeof ws !== "string" ||
-    typeof cmp !== "string" ||
+    !isClaimId(ws) ||
+    !isClaimId(cmp) ||
     typeof scr !== "number" ||
     typeof mode !== "string" ||
     !(SCREEN_MODES as readonly string[]).includes(mode) ||
-    (lease !== undefined && typeof lease !== "string") ||
+    (lease !== undefined && !isClaimId(lease)) ||
     typeof tgt !== "string"
   )
     throw new CapabilityRefused("claims");

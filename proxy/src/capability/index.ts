@@ -13,4 +13,4 @@ export {
 export { type CapabilityKey, CapabilityKeyring, type CapabilityKeySecrets } from "./keys.ts";
 export { SCREEN_MODES, type ScreenMode } from "./modes.ts";
 export { mintServiceToken, type ServiceName, verifyServiceToken } from "./service-token.ts";
-export { CapabilityRefused, type RefusalReason } from "./signed.ts";
+export { CapabilityRefused, MAX_CLAIM_ID_LENGTH, type RefusalReason } from "./signed.ts";

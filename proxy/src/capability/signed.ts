@@ -4,6 +4,16 @@ import type { CapabilityKey, CapabilityKeyring } from "./keys.ts";
 /** The one algorithm tokens are signed with; anything else (`none` included) is refused. */
 const ALGORITHM = "HS256";
 
+/**
+ * The longest id a token may name (its `jti`, subject, workspace, computer, lease): what api's
+ * internal routes take. A longer or empty one is a bad claim, not a reason to ask api and count
+ * its refusal as api being unavailable.
+ */
+export const MAX_CLAIM_ID_LENGTH = 200;
+
+export const isClaimId = (value: unknown): value is string =>
+  typeof value === "string" && value.length > 0 && value.length <= MAX_CLAIM_ID_LENGTH;
+
 export type RefusalReason =
   | "malformed"
   | "algorithm"
@@ -97,12 +107,7 @@ export async function verify(
     throw refusalOf(error);
   }
   const { iat, exp, sub, jti } = payload;
-  if (
-    typeof sub !== "string" ||
-    typeof jti !== "string" ||
-    typeof iat !== "number" ||
-    typeof exp !== "number"
-  )
+  if (!isClaimId(sub) || !isClaimId(jti) || typeof iat !== "number" || typeof exp !== "number")
     throw new CapabilityRefused("claims");
   // A token minted for longer than its kind allows was not minted by us, whatever its signature.
   if (exp - iat > kind.maxLifetimeSeconds || iat > now.getTime() / 1000 + 5)
@@ -115,7 +120,10 @@ function refusalOf(error: unknown): CapabilityRefused {
   if (error instanceof CapabilityRefused) return error;
   if (error instanceof errors.JWTExpired) return new CapabilityRefused("expired");
   if (error instanceof errors.JWTClaimValidationFailed) {
-    if (error.claim === "nbf" || error.claim === "iat") return new CapabilityRefused("not-yet-valid");
+    // Only a time that has not come yet: a missing or mistyped one is a bad claim, and counting it
+    // as not yet valid would pass it off as clock skew between api and proxy.
+    if ((error.claim === "nbf" || error.claim === "iat") && error.reason === "check_failed")
+      return new CapabilityRefused("not-yet-valid");
     if (error.claim === "aud") return new CapabilityRefused("audience");
     if (error.claim === "iss") return new CapabilityRefused("issuer");
     if (error.claim === "typ") return new CapabilityRefused("wrong-type");

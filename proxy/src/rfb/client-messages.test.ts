@@ -229,6 +229,11 @@ describe("ClientMessageFilter", () => {
       ["a fence payload over 64 bytes", bytes(248, [0, 0, 0], u32(0), 65, filler(65))],
       ["an unknown QEMU submessage", bytes(255, 2, filler(10))],
       ["an unknown QEMU audio operation", bytes(255, 1, u16(3), filler(10))],
+      [
+        "a ClientCutText of length 0xFFFFFFFF (extended, too short for its flags)",
+        bytes(6, [0, 0, 0], u32(-1 >>> 0), filler(10)),
+      ],
+      ["a ClientCutText of length 0xFFFFFFFD", bytes(6, [0, 0, 0], u32(-3 >>> 0), filler(10))],
     ])("on %s", (_, message) => {
       expect(feed(filter("control"), [message]).violation).toBe("protocol-violation");
     });

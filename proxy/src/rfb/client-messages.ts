@@ -59,8 +59,16 @@ export function measureClientMessage(data: Buffer, offset: number): Measure {
     case ClientMessageType.PointerEvent:
       return { size: 6 };
     case ClientMessageType.ClientCutText:
-      // The extended-clipboard form announces itself with a negative length; its payload is |length|.
-      return header(8, () => ({ size: 8 + Math.abs(data.readInt32BE(offset + 4)) }));
+      // The extended-clipboard form announces itself with a negative length; its payload is |length|,
+      // its 4 bytes of flags at least. A length of -1 to -3 (0xFFFFFFFF to 0xFFFFFFFD, a text of
+      // about 4 GiB as RFC 6143 reads it) is neither form: taken as a few bytes, the rest of the
+      // text would be read as messages.
+      return header(8, () => {
+        const length = data.readInt32BE(offset + 4);
+        return length < 0 && length > -4
+          ? { invalid: `ClientCutText of length ${length >>> 0}` }
+          : { size: 8 + Math.abs(length) };
+      });
     case ClientMessageType.ClientFence:
       return header(9, () => {
         const payload = data.readUInt8(offset + 8);

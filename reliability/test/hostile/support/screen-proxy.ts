@@ -1,0 +1,105 @@
+import { request } from "node:http";
+import type { Computer } from "@cubicle/db";
+import type { RunningProxy } from "@cubicle/proxy";
+import { SCREEN_PATH } from "@cubicle/proxy/capability";
+import { createComputer, machineFor } from "../../../../api/test/support/computers.ts";
+import { expectStatus, type TestApi, TRUSTED_ORIGIN } from "../../../../api/test/support/harness.ts";
+import { openScreenSocket } from "../../../../api/test/support/screen-socket.ts";
+import { buildWorld, type World } from "../../../../api/test/support/world.ts";
+import { startApiAndProxy } from "../../../../e2e/test/support/api-and-proxy.ts";
+
+/**
+ * The real screen path a hostile client attacks: an api on the desktop provider (a real Xvfb and
+ * x11vnc per screen) minting capabilities, and the real proxy sharing its key.
+ */
+export interface ScreenStack {
+  t: TestApi;
+  proxy: RunningProxy;
+  /** The capability key api and proxy share: forged tokens are signed with it. */
+  key: string;
+  world: World;
+  computer: Computer;
+  /** A view capability minted by api for the workspace's viewer. */
+  mintView(): Promise<string>;
+  /**
+   * What broke for a legitimate viewer: opens a socket with a fresh capability and asks for a
+   * few pixels of the live screen. Empty when the proxy still serves.
+   */
+  stillServes(): Promise<string[]>;
+  /** How many sockets the proxy has refused for `reason` so far. */
+  refusals(reason: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function startScreenStack(tag: string): Promise<ScreenStack> {
+  const { t, proxy, key } = await startApiAndProxy({ SANDBOX_PROVIDER: "desktop" }, TRUSTED_ORIGIN);
+  const world = await buildWorld(t, tag);
+  const computer = await createComputer(t, world.workspaceId);
+  const capabilities = `/v1/workspaces/${world.workspaceId}/computers/${computer.id}/screens/0/capabilities`;
+  const mintView = async (): Promise<string> =>
+    expectStatus(await world.people.viewer.post(capabilities, { mode: "view" }), 201).json.token;
+  return {
+    t,
+    proxy,
+    key,
+    world,
+    computer,
+    mintView,
+    async stillServes() {
+      try {
+        const screen = await openScreenSocket(proxy.url, await mintView(), { origin: TRUSTED_ORIGIN });
+        screen.rfb.requestUpdate({ x: 0, y: 0, width: 8, height: 8 });
+        const rectangles = await screen.rfb.readUpdate();
+        screen.ws.close();
+        return rectangles.length > 0 ? [] : ["proxy sent a viewer an empty update"];
+      } catch (error) {
+        return [`proxy stopped serving: ${error instanceof Error ? error.message : String(error)}`];
+      }
+    },
+    async refusals(reason) {
+      const text = await proxy.metrics.registry.getSingleMetricAsString("cubicle_proxy_refusals_total");
+      const match = new RegExp(`reason="${reason}"\\} (\\d+)`).exec(text);
+      return match ? Number(match[1]) : 0;
+    },
+    async close() {
+      await proxy.close();
+      const { provider, ref } = await machineFor(t, computer);
+      await provider.destroy(ref);
+      await t.close();
+    },
+  };
+}
+
+/**
+ * Asks for a screen socket with raw request headers, so that any Sec-WebSocket-Protocol value can
+ * be sent (a WebSocket client refuses to send malformed ones). Answers the HTTP status: 101 when
+ * the proxy admitted the socket, which is then dropped at once.
+ */
+export function upgradeStatus(
+  proxyUrl: string,
+  protocols: string | undefined,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const upgrade = request(`${proxyUrl}${SCREEN_PATH}`, {
+      headers: {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        ...(protocols === undefined ? {} : { "sec-websocket-protocol": protocols }),
+        ...headers,
+      },
+    });
+    upgrade.once("upgrade", (response, socket) => {
+      socket.destroy();
+      resolve(response.statusCode ?? 0);
+    });
+    upgrade.once("response", (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    upgrade.once("error", reject);
+    upgrade.end();
+  });
+}
