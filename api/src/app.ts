@@ -13,6 +13,7 @@ import { deploymentRoutes } from "./deployment/routes.ts";
 import { doctorRoutes } from "./doctor/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { accessLog } from "./http/access-log.ts";
+import { wellFormedText } from "./http/body.ts";
 import { toHttpProblem } from "./http/errors.ts";
 import { HttpProblem, noSuchRoute, problemResponse } from "./http/problem.ts";
 import { requestContext, requestIds } from "./http/request-context.ts";
@@ -41,6 +42,7 @@ export function createApp(deps: AppDeps) {
   app.use("*", accessLog());
   app.use("*", deps.metrics.middleware);
   app.use("*", secureHeaders({ crossOriginResourcePolicy: "same-site" }));
+  app.use("*", wellFormedText());
   app.use("/v1/*", authenticate());
   app.use("/metrics", metricsAccess(deps.env.metricsToken));
 

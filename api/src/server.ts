@@ -13,11 +13,13 @@ import { replicaStoreLock } from "./checkpoints/replica-lock.ts";
 import { checkpointRetryJob } from "./checkpoints/retries.ts";
 import { createCheckpointSealing, createFileCheckpointStore } from "./checkpoints/store/index.ts";
 import { idleSuspensionJob } from "./computers/idle-suspension.ts";
+import { reconciliationJob } from "./computers/reconciliation.ts";
 import type { ApiEnv } from "./config/env.ts";
 import { resolveSecrets } from "./config/secrets.ts";
 import type { AppDeps } from "./context.ts";
 import { createCredentialCipher } from "./credentials/cipher.ts";
 import { startPeriodicJob } from "./housekeeping/periodic-job.ts";
+import { answerClientErrors } from "./http/client-errors.ts";
 import { redemptionPruneJob } from "./internal/redemptions.ts";
 import { createLogger, type DestinationStream } from "./observability/logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
@@ -95,6 +97,7 @@ export async function startApi(
   const app = createApp(deps);
 
   const server = serve({ fetch: app.fetch, hostname: env.host, port: env.port });
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
@@ -106,6 +109,7 @@ export async function startApi(
     controlExpiryJob(deps),
     sessionExpiryJob(deps),
     idleSuspensionJob(deps),
+    reconciliationJob(deps),
     redemptionPruneJob(deps),
     checkpointRetryJob(deps),
   ].map((job) => startPeriodicJob(deps, job));

@@ -15,12 +15,12 @@ import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
 import { filesOf } from "./support/homes.ts";
 import { createBot, type OpenedSession, problem, SessionClient } from "./support/sessions.ts";
 import { type LoginSite, startLoginSite } from "./support/site-for-computers.ts";
+import { SupervisorProcess, TEST_COMPUTERS_NETWORK } from "./support/supervisor-process.ts";
 import { until } from "./support/until.ts";
 import { buildWorld, type World } from "./support/world.ts";
 
 /** Containers, Chromium and a 31 s browser settle take their time on a busy host. */
 const SLOW = 240_000;
-const NETWORK = "cubicle-computers";
 const BRIDGE = "cubicle0";
 
 /**
@@ -29,52 +29,6 @@ const BRIDGE = "cubicle0";
  * SIGKILL in the middle of a checkpoint leaves no partial revision, the previous one restoring
  * fine. The supervisor runs as its own process here, so that it can be killed.
  */
-class SupervisorProcess {
-  private child: ChildProcess | undefined;
-  readonly token = randomBytes(32).toString("hex");
-  readonly dataDir = mkdtempSync(join(tmpdir(), "cubicle-checkpoint-supervisor-"));
-  constructor(readonly port: number) {}
-  get url() {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn(process.execPath, ["--import", "tsx", "supervisor/src/main.ts"], {
-      cwd: join(import.meta.dirname, "../.."),
-      env: {
-        ...process.env,
-        DATA_DIR: this.dataDir,
-        SANDBOX_SUPERVISOR_TOKEN: this.token,
-        SUPERVISOR_PORT: String(this.port),
-        SUPERVISOR_NETWORK: NETWORK,
-      },
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-    this.child = child;
-    await until(
-      "the supervisor to answer",
-      async () => {
-        if (child.exitCode !== null) throw new Error(`the supervisor exited with ${child.exitCode}`);
-        const health = await fetch(`${this.url}/health`).catch(() => null);
-        return health?.ok ? true : undefined;
-      },
-      60_000,
-    );
-  }
-
-  kill9(): void {
-    this.child?.kill("SIGKILL");
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-  }
-}
-
 let supervisor: SupervisorProcess;
 let t: TestApi;
 let w: World;
@@ -95,7 +49,7 @@ beforeAll(async () => {
     CHECKPOINT_DIR: checkpointDir,
   });
   w = await buildWorld(t, "docker-checkpoints");
-  site = await startLoginSite(NETWORK, BRIDGE);
+  site = await startLoginSite(TEST_COMPUTERS_NETWORK, BRIDGE);
 }, SLOW);
 
 afterAll(async () => {
@@ -104,8 +58,7 @@ afterAll(async () => {
     await destroyMachines(t);
     await t.close();
   }
-  await supervisor?.stop();
-  rmSync(supervisor?.dataDir ?? "", { recursive: true, force: true });
+  await supervisor?.remove();
   rmSync(checkpointDir, { recursive: true, force: true });
 }, SLOW);
 
@@ -181,7 +134,7 @@ describe("checkpoints of Docker computers", () => {
       // Chromium made its caches in the profile; the revision has the profile without them
       const profile = ".browser-profiles/chromium";
       const liveCaches = ["Default/Cache", "Default/Code Cache", "GrShaderCache", "ShaderCache"].filter(
-        (cache) => existsSync(join(supervisor.dataDir, "homes", bot.id, profile, cache)),
+        (cache) => existsSync(join(supervisor.homeDir(bot.id), profile, cache)),
       );
       expect(liveCaches.length).toBeGreaterThan(0);
       const names = [...(await archived(bot.computerId, atEnd.id)).keys()];
@@ -194,7 +147,7 @@ describe("checkpoints of Docker computers", () => {
         200,
       );
       // a new host: the old home is gone, only the checkpoint store has it
-      const home = join(supervisor.dataDir, "homes", bot.id);
+      const home = supervisor.homeDir(bot.id);
       expect(existsSync(home)).toBe(true);
       rmSync(home, { recursive: true, force: true });
 
@@ -278,7 +231,7 @@ describe("checkpoints of Docker computers", () => {
         },
         60_000,
       );
-      supervisor.kill9();
+      await supervisor.kill9();
       const answer = await interrupted;
       expect(answer.status).toBeGreaterThanOrEqual(500);
       expect(answer.headers.get("content-type")).toContain("application/problem+json");

@@ -55,7 +55,8 @@ export interface ComputerDeps {
   checkpoints?: MachineCheckpoints;
 }
 
-export type StopReason = "manual" | "idle";
+/** manual: asked to; idle: unused for SANDBOX_IDLE_MS; found-stopped: the provider had stopped it already. */
+export type StopReason = "manual" | "idle" | "found-stopped";
 
 const TRANSITIONAL: readonly ComputerState[] = ["booting", "suspending"];
 /** A transition older than this is presumed abandoned (its api process died) and may be taken over. */
@@ -226,6 +227,21 @@ export function stopComputer(
       throw error;
     }
   });
+}
+
+/**
+ * Brings a record that says `running` in line with a provider that says the machine is not (it
+ * was killed, crashed, or removed behind Cubicle's back): the computer becomes `stopped` as after
+ * any stop (the home checkpointed, audited `computer.stopped` with reason `found-stopped`). Does
+ * nothing while the machine runs, or once the record changed since `seen` (a start that came in
+ * meanwhile is not undone).
+ */
+export async function reconcileComputer(deps: ComputerDeps, seen: Computer): Promise<Computer> {
+  if (seen.state !== "running") return seen;
+  if ((await statusOfRecord(deps, seen)) === "running") return seen;
+  // the column keeps microseconds, a Date only milliseconds
+  const unchanged = sql<boolean>`computers.state = 'running' and date_trunc('milliseconds', computers.updated_at) = ${seen.updated_at}`;
+  return stopComputer(deps, seen, SYSTEM_ACTOR, "found-stopped", { onlyIf: unchanged });
 }
 
 /**

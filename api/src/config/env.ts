@@ -77,6 +77,8 @@ export interface SandboxEnv {
   readonly supervisorUrl: string;
   readonly supervisorToken: string | undefined;
   readonly idleMs: number;
+  /** How often the records of running computers are checked against their provider. */
+  readonly reconcileMs: number;
   readonly commandTimeoutMs: number;
   readonly e2bApiKey: string | undefined;
   readonly e2bApiUrl: string | undefined;
@@ -301,6 +303,7 @@ const schema = z
     CHECKPOINT_KEEP_LAST: wholeNumber(20, 1, 10_000),
     CHECKPOINT_KEEP_DAILY_DAYS: wholeNumber(14, 0, 3_650),
     SANDBOX_IDLE_MS: positiveMilliseconds(600_000),
+    SANDBOX_RECONCILE_MS: positiveMilliseconds(30_000),
     SANDBOX_COMMAND_TIMEOUT_MS: positiveMilliseconds(300_000),
     E2B_API_KEY: optionalTrimmed,
     // the SDK's own redirect settings (an E2B-compatible endpoint, a self-hosted E2B)
@@ -376,6 +379,7 @@ const schema = z
         supervisorUrl: raw.SANDBOX_SUPERVISOR_URL,
         supervisorToken: raw.SANDBOX_SUPERVISOR_TOKEN,
         idleMs: raw.SANDBOX_IDLE_MS,
+        reconcileMs: raw.SANDBOX_RECONCILE_MS,
         commandTimeoutMs: raw.SANDBOX_COMMAND_TIMEOUT_MS,
         e2bApiKey: raw.E2B_API_KEY,
         e2bApiUrl: raw.E2B_API_URL,

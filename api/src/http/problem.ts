@@ -23,11 +23,13 @@ const TITLES: Record<number, string> = {
   403: "Forbidden",
   404: "Not Found",
   405: "Method Not Allowed",
+  408: "Request Timeout",
   409: "Conflict",
   413: "Content Too Large",
   415: "Unsupported Media Type",
   422: "Unprocessable Content",
   429: "Too Many Requests",
+  431: "Request Header Fields Too Large",
   500: "Internal Server Error",
   503: "Service Unavailable",
 };
@@ -51,14 +53,21 @@ export class HttpProblem extends Error {
   retryAfterSeconds: number | undefined;
 }
 
-export function problemBody(c: Context, problem: HttpProblem): Problem {
-  const requestId: unknown = c.get("requestId");
+/** What a problem says whether or not a request got as far as the app (see client-errors.ts). */
+export function problemFields(problem: HttpProblem): Problem {
   return {
     type: `https://cubicle.dev/problems/${problem.code.toLowerCase().replaceAll("_", "-")}`,
     title: TITLES[problem.status] ?? "Error",
     status: problem.status,
     code: problem.code,
     ...(problem.detail ? { detail: problem.detail } : {}),
+  };
+}
+
+export function problemBody(c: Context, problem: HttpProblem): Problem {
+  const requestId: unknown = c.get("requestId");
+  return {
+    ...problemFields(problem),
     instance: new URL(c.req.url).pathname,
     ...(typeof requestId === "string" ? { requestId } : {}),
     ...(problem.errors ? { errors: problem.errors } : {}),

@@ -1,17 +1,19 @@
 import { posix } from "node:path";
 import type { Computer } from "@cubicle/db";
+import { ProviderError } from "@cubicle/providers/contract";
 import { homeRelativePath } from "@cubicle/providers/kernel";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import { actorOf } from "../auth/principal.ts";
-import { touchComputer } from "../computers/lifecycle.ts";
+import { reconcileComputer, touchComputer } from "../computers/lifecycle.ts";
 import { type Machine, machineOf } from "../computers/repository.ts";
 import { COMPUTERS, ComputerParams, computerOf } from "../computers/routes.ts";
 import type { AppEnv } from "../context.ts";
+import { readBody } from "../http/body.ts";
 import { binaryResponse, jsonResponse as json } from "../http/openapi.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { attachment, MAX_FILE_BYTES, readBody } from "./files.ts";
+import { attachment, MAX_FILE_BYTES } from "./files.ts";
 import {
   FileListSchema,
   PathQuery,
@@ -21,6 +23,7 @@ import {
   ShellRequestSchema,
   WriteQuery,
 } from "./schemas.ts";
+import { MACHINE_GONE } from "./session.ts";
 import { shellResponse } from "./shell.ts";
 
 /**
@@ -122,7 +125,12 @@ const writeFile = defineRoute(ADMIN, {
 
 interface RunningComputer {
   computer: Computer;
-  machine: Machine;
+  /**
+   * Runs `work` on the machine. When the provider answers that the machine is not running after
+   * all (killed or crashed outside Cubicle), the record is brought in line in the background
+   * (reconcileComputer) and the caller hears MACHINE_STOPPED, as it would have a moment later.
+   */
+  use<T>(work: (machine: Machine) => Promise<T>): Promise<T>;
 }
 
 /** The route's computer and its machine, refused unless it runs. */
@@ -137,7 +145,21 @@ async function runningComputer(c: Context<AppEnv>): Promise<RunningComputer> {
       `The computer is ${computer.state === "running" ? "not on the provider in effect" : computer.state}; start it first.`,
     );
   await touchComputer(c.var.deps, computer.id);
-  return { computer, machine };
+  const { deps } = c.var;
+  return {
+    computer,
+    use: (work) =>
+      work(machine).catch((error: unknown) => {
+        if (error instanceof ProviderError && MACHINE_GONE.includes(error.code))
+          void reconcileComputer(deps, computer).catch((failure: unknown) =>
+            deps.logger.warn(
+              { err: failure, computerId: computer.id },
+              "could not reconcile a stopped computer",
+            ),
+          );
+        throw error;
+      }),
+  };
 }
 
 const audit = (c: Context<AppEnv>, computer: Computer, action: string, data: Record<string, unknown>) =>
@@ -154,31 +176,33 @@ export function computerToolRoutes() {
     .openapi(shell, async (c) => {
       const body = c.req.valid("json");
       const cwd = homeRelativePath(body.cwd ?? "");
-      const { computer, machine } = await runningComputer(c);
+      const { computer, use } = await runningComputer(c);
       return shellResponse(c, body, {
         cwd,
         env: {},
         audit: (data) => audit(c, computer, "computer.shell", data),
-        use: (work) => work(machine),
+        use,
       });
     })
     .openapi(listFiles, async (c) => {
       const path = homeRelativePath(c.req.valid("query").path);
-      const { machine } = await runningComputer(c);
-      const items = await machine.provider.listFiles(machine.ref, path);
+      const { use } = await runningComputer(c);
+      const items = await use((machine) => machine.provider.listFiles(machine.ref, path));
       return c.json({ path, items }, 200);
     })
     .openapi(deleteFile, async (c) => {
       const path = homeRelativePath(c.req.valid("query").path);
-      const { computer, machine } = await runningComputer(c);
-      await machine.provider.deleteFile(machine.ref, path);
+      const { computer, use } = await runningComputer(c);
+      await use((machine) => machine.provider.deleteFile(machine.ref, path));
       await audit(c, computer, "computer.file_deleted", { path });
       return c.body(null, 204);
     })
     .openapi(readFile, async (c) => {
       const path = homeRelativePath(c.req.valid("query").path);
-      const { machine } = await runningComputer(c);
-      const data = await machine.provider.readFile(machine.ref, path, { maxBytes: MAX_FILE_BYTES });
+      const { use } = await runningComputer(c);
+      const data = await use((machine) =>
+        machine.provider.readFile(machine.ref, path, { maxBytes: MAX_FILE_BYTES }),
+      );
       return c.body(new Uint8Array(data), 200, {
         "content-type": "application/octet-stream",
         "content-disposition": attachment(posix.basename(path)),
@@ -188,9 +212,11 @@ export function computerToolRoutes() {
     .openapi(writeFile, async (c) => {
       const { path: asked, executable } = c.req.valid("query");
       const path = homeRelativePath(asked);
-      const { computer, machine } = await runningComputer(c);
+      const { computer, use } = await runningComputer(c);
       const data = await readBody(c.req.raw, MAX_FILE_BYTES, "The file");
-      await machine.provider.writeFile(machine.ref, path, data, { executable: executable === "true" });
+      await use((machine) =>
+        machine.provider.writeFile(machine.ref, path, data, { executable: executable === "true" }),
+      );
       await audit(c, computer, "computer.file_written", {
         path,
         bytes: data.byteLength,

@@ -8,6 +8,7 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { ProviderError } from "@cubicle/providers/contract";
 import { copyEntry, homeRelativePath } from "@cubicle/providers/kernel";
 import { extract, type Header, pack } from "tar-stream";
+import { limited, tooLarge } from "../http/body.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { ToolSession } from "./session.ts";
 
@@ -16,48 +17,6 @@ export const MAX_FILE_BYTES = 32 * 1024 * 1024;
 /** The most an uploaded archive may hold in all, and how many entries. */
 export const MAX_UPLOAD_BYTES = 256 * 1024 * 1024;
 export const MAX_UPLOAD_ENTRIES = 10_000;
-
-const tooLarge = (what: string, max: number) =>
-  new HttpProblem(413, "BODY_TOO_LARGE", `${what} exceeds ${max} bytes.`);
-
-/** Passes a request body through, failing it (413) once more than `max` bytes came. */
-export function limited(
-  body: ReadableStream<Uint8Array>,
-  max: number,
-  what: string,
-): ReadableStream<Uint8Array> {
-  let seen = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        seen += chunk.byteLength;
-        if (seen > max) controller.error(tooLarge(what, max));
-        else controller.enqueue(chunk);
-      },
-    }),
-  );
-}
-
-/** The whole request body, refused (413) past `max` bytes without reading further. */
-export async function readBody(request: Request, max: number, what: string): Promise<Uint8Array> {
-  const announced = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (announced > max) throw tooLarge(what, max);
-  if (!request.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge(what, max);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
-}
 
 /**
  * A Content-Disposition that saves the download as `name`: an ASCII-only `filename` for old

@@ -4,17 +4,11 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import type { AppEnv } from "../context.ts";
+import { readBody } from "../http/body.ts";
 import { binaryResponse, jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
 import { FENCE_DESCRIPTION, FenceHeaders, SessionParams } from "../sessions/schemas.ts";
-import {
-  attachment,
-  folderArchive,
-  MAX_FILE_BYTES,
-  MAX_UPLOAD_BYTES,
-  readBody,
-  unpackInto,
-} from "./files.ts";
+import { attachment, folderArchive, MAX_FILE_BYTES, MAX_UPLOAD_BYTES, unpackInto } from "./files.ts";
 import {
   FileListSchema,
   PathQuery,

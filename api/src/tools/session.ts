@@ -64,7 +64,7 @@ export async function toolSession(
       try {
         return await work();
       } catch (error) {
-        if (!(error instanceof ProviderError) || !GONE.includes(error.code)) throw error;
+        if (!(error instanceof ProviderError) || !MACHINE_GONE.includes(error.code)) throw error;
         const latest = await db
           .selectFrom("computers")
           .selectAll()
@@ -89,7 +89,7 @@ export async function toolSession(
 }
 
 /** What a provider says when the machine a running record names is not running after all. */
-const GONE: readonly string[] = ["MACHINE_STOPPED", "MACHINE_MISSING"];
+export const MACHINE_GONE: readonly string[] = ["MACHINE_STOPPED", "MACHINE_MISSING"];
 
 /** The session's screen for a graphical tool, or the reason there is none. */
 export function screenOf(tool: ToolSession): number {

@@ -99,13 +99,14 @@ export class TestClient {
   fetch(
     method: string,
     path: string,
-    init: { body?: Uint8Array; headers?: Record<string, string> } = {},
+    init: { body?: Uint8Array; headers?: Record<string, string>; signal?: AbortSignal } = {},
   ): Promise<Response> {
     const headers = this.headers({ ...(init.headers ? { headers: init.headers } : {}) });
     return fetch(this.baseUrl + path, {
       method,
       headers,
       ...(init.body ? { body: init.body as BodyInit } : {}),
+      ...(init.signal ? { signal: init.signal } : {}),
     });
   }
 

@@ -7,15 +7,19 @@
 # unless it stays in the home. A program in the computer swapping a folder for a symlink meanwhile
 # therefore never moves an operation outside the home.
 #
+# `sweep` removes upload temporaries left by writers that died (see sweep_uploads).
 # `untar` is the exception: it makes a folder and extracts the tar on stdin into it, saying nothing.
 # Otherwise the first stdout line is a verdict (ok, file <size>, outside, missing, notdir, notfile, toolarge);
 # what follows is NUL-separated fields, or a file's bytes.
 use strict;
 use warnings;
-use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_EXCL O_NOFOLLOW O_DIRECTORY O_NONBLOCK S_ISDIR S_ISREG S_ISLNK);
+use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_EXCL O_NOFOLLOW O_DIRECTORY O_NONBLOCK S_ISDIR S_ISREG S_ISLNK :flock);
 use POSIX qw(EEXIST ELOOP ENOENT ENOTDIR EISDIR);
 
 my $MAX_LINKS = 40;
+# an upload's temporary file, beside its target until it is renamed over it
+my $UPLOAD_TEMP = qr/^\.cubicle-upload-[0-9a-f]{16}$/;
+my $MAX_SWEEP_DEPTH = 256;
 my ($HOME, $op, $rel, @args) = @ARGV;
 die "the home must be an absolute path\n" unless defined $HOME && $HOME =~ m{^/.+[^/]$};
 binmode STDOUT;
@@ -136,6 +140,30 @@ sub remove_tree {
   unlink $p or $! == ENOENT or die "cannot remove $name: $!\n";
 }
 
+# Removes upload temporaries that no writer holds: a writer keeps its temporary file locked until
+# it renames it, and a lock ends with its process, so one found unlocked was left by an upload
+# whose computer was killed (or whose helper was) before it could clean up. Symlinks are not
+# followed; the walk stays in the home.
+sub sweep_uploads {
+  my ($dir, $depth) = @_;
+  opendir(my $names, '/proc/self/fd/' . fileno($dir)) or return 0;
+  my $swept = 0;
+  for my $name (readdir $names) {
+    next if $name eq '.' || $name eq '..';
+    my $p = at($dir, $name);
+    if ($name =~ $UPLOAD_TEMP) {
+      sysopen(my $temp, $p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) or next;
+      next unless S_ISREG((stat $temp)[2]) && flock($temp, LOCK_EX | LOCK_NB);
+      unlink $p and $swept++;
+      next;
+    }
+    next if $depth >= $MAX_SWEEP_DEPTH;
+    my $child = open_dir($p) or next;
+    $swept += sweep_uploads($child, $depth + 1);
+  }
+  return $swept;
+}
+
 if ($op eq 'list' || $op eq 'open') {
   my ($parent, $name) = walk($rel, 1, 0);
   my ($fh) = open_last($parent, $name);
@@ -158,6 +186,8 @@ if ($op eq 'list' || $op eq 'open') {
   verdict('notfile') if @st && !S_ISREG($st[2]);
   my $temp = sprintf '.cubicle-upload-%08x%08x', int(rand(2**32)), int(rand(2**32));
   sysopen(my $out, at($parent, $temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) or verdict('notdir');
+  # held until the rename: what tells a sweep that this temporary file is still being written
+  flock($out, LOCK_EX) or die "cannot lock the upload: $!\n";
   print "ok\n";
   STDOUT->flush;
   my $left = $size;
@@ -183,6 +213,9 @@ if ($op eq 'list' || $op eq 'open') {
     die "rename failed: $why\n";
   };
   print "done\n";
+} elsif ($op eq 'sweep') {
+  my $home = open_dir($HOME) or die "cannot open the home: $!\n";
+  print "ok\n", sweep_uploads($home, 0), "\0";
 } elsif ($op eq 'delete') {
   my ($parent, $name) = walk($rel, 0, 0);
   verdict('outside') unless defined $name;

@@ -83,8 +83,9 @@ export class SandboxMachine {
     await this.shell.writeTexts(
       Object.entries(KIT).map(([name, text]) => ({ path: kitProgram(this.layout, name), text })),
     );
+    // the sweep removes temporary files of uploads whose sandbox was killed before they could clean up
     const setUp = await this.exec(
-      `chmod 0755 ${shellQuote(kitDir(this.layout))}/* && mkdir -p ${shellQuote(this.home)} ${shellQuote(this.scratchDir)} && chmod 0700 ${shellQuote(this.scratchDir)}`,
+      `chmod 0755 ${shellQuote(kitDir(this.layout))}/* && mkdir -p ${shellQuote(this.home)} ${shellQuote(this.scratchDir)} && chmod 0700 ${shellQuote(this.scratchDir)} && ${this.homeFilesCommand("sweep", "")} >/dev/null`,
       // the portable home may not exist yet: this makes it
       { timeoutMs: 30_000, cwd: this.layout.userHome },
     );

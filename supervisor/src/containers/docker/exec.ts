@@ -126,6 +126,21 @@ export async function collectExec(
 }
 
 /** Runs a helper that must succeed (exit 0); its stdout as text. */
+/**
+ * What a program that failed in the computer should be reported as: when the computer itself
+ * stopped under it (killed, crashed), COMPUTER_STOPPED, saying so, rather than the program's own
+ * failure, whose detail ("listing screens failed") would name a step the caller never asked for.
+ */
+export async function programFailure(
+  container: Docker.Container,
+  what: string,
+  failure: SupervisorProblem,
+): Promise<SupervisorProblem> {
+  const info = await container.inspect().catch(() => null);
+  if (info?.State.Running) return failure;
+  return new SupervisorProblem("COMPUTER_STOPPED", `the computer stopped during ${what}`, { cause: failure });
+}
+
 export async function checkedExec(
   container: Docker.Container,
   what: string,
@@ -134,9 +149,13 @@ export async function checkedExec(
 ): Promise<string> {
   const result = await collectExec(container, cmd, options);
   if (result.code !== 0) {
-    throw new SupervisorProblem(
-      "COMPUTER_FAILURE",
-      `${what} failed (exit ${result.code ?? "unknown"})${result.stderr ? `: ${result.stderr}` : ""}`,
+    throw await programFailure(
+      container,
+      what,
+      new SupervisorProblem(
+        "COMPUTER_FAILURE",
+        `${what} failed (exit ${result.code ?? "unknown"})${result.stderr ? `: ${result.stderr}` : ""}`,
+      ),
     );
   }
   return result.stdout.toString("utf8");

@@ -163,6 +163,15 @@ export async function writeFile(
   }
 }
 
+/**
+ * Removes the temporary files of uploads whose writer died with the computer (see home-files.pl's
+ * sweep); run at every start, as one ended by `docker kill` or a crash had no chance to.
+ */
+export async function sweepUploads(container: Docker.Container): Promise<void> {
+  const { verdict } = await smallOp(container, ["sweep", ""]);
+  if (verdict !== "ok") throw problemFor(verdict, "");
+}
+
 /** Removes a file, a symlink (not its target) or a folder with its contents. */
 export async function deletePath(container: Docker.Container, path: string): Promise<void> {
   const relative = homeRelativePath(path);

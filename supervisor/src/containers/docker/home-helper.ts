@@ -4,7 +4,7 @@ import type Docker from "dockerode";
 import { CONTAINER_HOME } from "../../paths.ts";
 import { SupervisorProblem } from "../../problems.ts";
 import { FrameDemuxer } from "./demux.ts";
-import { exitCodeOf, startExec } from "./exec.ts";
+import { exitCodeOf, programFailure, startExec } from "./exec.ts";
 
 const STDERR_TAIL = 4_096;
 
@@ -18,6 +18,7 @@ export class HelperRun {
   private readonly source: AsyncGenerator<Buffer>;
 
   private constructor(
+    private readonly container: Docker.Container,
     private readonly exec: Docker.Exec,
     private readonly stream: Duplex,
     private readonly what: string,
@@ -47,7 +48,7 @@ export class HelperRun {
       ? ["timeout", "-s", "KILL", String(options.timeoutSeconds), ...cmd]
       : cmd;
     const { exec, stream } = await startExec(container, timed, { stdin: options.stdin ?? false });
-    return new HelperRun(exec, stream, what);
+    return new HelperRun(container, exec, stream, what);
   }
 
   private async *stdout(): AsyncGenerator<Buffer> {
@@ -107,9 +108,19 @@ export class HelperRun {
     return Buffer.concat(chunks);
   }
 
-  /** Writes to the program's stdin, honouring back-pressure. */
+  /**
+   * Writes to the program's stdin, honouring back-pressure. A stream that closes instead of
+   * draining (the computer was killed) ends the wait too; the next read reports why.
+   */
   async write(chunk: Uint8Array): Promise<void> {
-    if (!this.stream.write(chunk)) await new Promise<void>((resolve) => this.stream.once("drain", resolve));
+    if (this.stream.write(chunk) || this.stream.destroyed) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.stream.off("drain", done).off("close", done);
+        resolve();
+      };
+      this.stream.once("drain", done).once("close", done);
+    });
   }
 
   /** Ends stdin (the program reads end-of-file), keeping stdout open. */
@@ -129,9 +140,13 @@ export class HelperRun {
   private async failure(known?: number | null): Promise<SupervisorProblem> {
     const code = known === undefined ? await exitCodeOf(this.exec) : known;
     const stderr = this.stderrTail.trim();
-    return new SupervisorProblem(
-      "COMPUTER_FAILURE",
-      `${this.what} failed (exit ${code ?? "unknown"})${stderr ? `: ${stderr}` : ""}`,
+    return programFailure(
+      this.container,
+      this.what,
+      new SupervisorProblem(
+        "COMPUTER_FAILURE",
+        `${this.what} failed (exit ${code ?? "unknown"})${stderr ? `: ${stderr}` : ""}`,
+      ),
     );
   }
 

@@ -26,7 +26,7 @@ import { startCommand } from "./commands.ts";
 import { diagnose } from "./diagnosis.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
 import { checkedExec } from "./exec.ts";
-import { deletePath, openPath, resolveCwd, writeFile } from "./files.ts";
+import { deletePath, openPath, resolveCwd, sweepUploads, writeFile } from "./files.ts";
 import { ensureHostFirewall, hostFirewallActive } from "./host-firewall.ts";
 import {
   belongsTo,
@@ -139,6 +139,8 @@ export class DockerContainerManager implements ContainerManager {
         try {
           await this.resume(found.container, found.info);
           await waitUntilReady(found.container);
+          // a computer that was not running may have been killed mid-upload
+          if (!found.info.State.Running) await sweepUploads(found.container);
           return { providerRef: found.info.Id, fresh: false, homeCreated: home.created, state: "running" };
         } catch (error) {
           // a container that no longer boots is replaced; its home is all that matters
@@ -152,6 +154,7 @@ export class DockerContainerManager implements ContainerManager {
         if (!(error instanceof SupervisorProblem && error.code === "COMPUTER_FAILURE")) throw error;
         return this.boot(spec, ref);
       });
+      await sweepUploads(container);
       return { providerRef: container.id, fresh: true, homeCreated: home.created, state: "running" };
     });
   }

@@ -1,0 +1,75 @@
+import { expectStatus, type TestApi, type TestClient } from "../../api/test/support/harness.ts";
+import { createBot } from "../../api/test/support/sessions.ts";
+import { join } from "../../api/test/support/world.ts";
+
+/** One object of every kind a route names in its path, by the path parameter that names it. */
+export type Objects = Record<string, string> & { apiKey: string; fence: string };
+
+let seq = 0;
+
+/**
+ * Fills a workspace, through the API as its owner, with one object of each kind the routes take
+ * an id of: a member, a pending invitation, an API key (owner role; `apiKey` is its secret), a
+ * connector credential, a Private bot whose computer runs with a checkpoint and a held control
+ * lease on screen 0, and a Team bot with an open session (`fence` to use it).
+ */
+export async function furnish(t: TestApi, owner: TestClient, workspaceId: string): Promise<Objects> {
+  const tag = `${++seq}-${Date.now().toString(36)}`;
+  const base = `/v1/workspaces/${workspaceId}`;
+  const member = await join(t, owner, workspaceId, `member-${tag}@example.com`, "member");
+  const { id: memberId } = await t.database.db
+    .selectFrom("member")
+    .select("id")
+    .where("organizationId", "=", workspaceId)
+    .where("userId", "=", member.userId)
+    .executeTakeFirstOrThrow();
+  const invitation = expectStatus(
+    await owner.post(`${base}/invitations`, { email: `invitee-${tag}@example.com`, role: "viewer" }),
+    201,
+  ).json;
+  const key = expectStatus(
+    await owner.post(`${base}/api-keys`, { name: `key-${tag}`, role: "owner" }),
+    201,
+  ).json;
+  const credential = expectStatus(
+    await owner.post(`${base}/connector-credentials`, {
+      name: `cred-${tag}`,
+      kind: "github",
+      secret: "s3cret",
+    }),
+    201,
+  ).json;
+  const privateBot = await createBot(owner, workspaceId, "private");
+  const computer = `${base}/computers/${privateBot.computerId}`;
+  expectStatus(await owner.post(`${computer}/start`), 200);
+  const checkpoint = expectStatus(await owner.post(`${computer}/checkpoints`), 201).json;
+  const lease = expectStatus(await owner.post(`${computer}/screens/0/control`), 201).json;
+  const teamBot = await createBot(owner, workspaceId, "team");
+  const session = expectStatus(await owner.post(`${base}/bots/${teamBot.id}/sessions`), 201).json;
+  return {
+    workspaceId,
+    memberId,
+    invitationId: invitation.id,
+    keyId: key.id,
+    apiKey: key.key,
+    credentialId: credential.id,
+    // Session routes name the session's bot; bot routes take any bot.
+    botId: teamBot.id,
+    privateBotId: privateBot.id,
+    computerId: privateBot.computerId,
+    checkpointId: checkpoint.id,
+    index: "0",
+    leaseId: lease.leaseId,
+    sessionId: session.sessionId,
+    fence: String(session.fence),
+  };
+}
+
+/** The route's path with each {param} filled from `ids` (percent-encoded); fails on one it lacks. */
+export function fill(path: string, ids: Record<string, string>): string {
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const id = ids[name];
+    if (id === undefined) throw new Error(`${path} takes a {${name}} that the suite has no object for`);
+    return encodeURIComponent(id);
+  });
+}
