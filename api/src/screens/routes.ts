@@ -187,35 +187,49 @@ export function screenRoutes() {
       const { index: screen } = c.req.valid("param");
       const computer = await computerOf(c);
       const user = person(c);
-      const held = await liveLease(deps.database.db, computer.id, screen);
-      if (held) {
-        if (held.holder_user_id !== user.userId) throw controlHeld(held);
-        // Idempotent for the same lease: makes sure its server still runs.
-        await openControlFor(deps, computer, screen, held.id);
-        return c.json(leaseBody(held), 200);
-      }
-      // The server starts first, so a lease never exists (and reaches proxies) without one.
-      const id = randomUUID();
-      await openControlFor(deps, computer, screen, id);
-      try {
-        const { lease } = await grantLease(deps, {
-          id,
-          workspaceId: computer.workspace_id,
-          computerId: computer.id,
-          screen,
-          holderUserId: user.userId,
-          actor: actorOf(user),
-          leaseMs: deps.env.screens.controlLeaseMs,
-        });
-        return c.json(leaseBody(lease), 201);
-      } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-        // Someone took the screen at the same moment; our start replaced their server's password.
-        const winner = await liveLease(deps.database.db, computer.id, screen);
-        if (!winner) throw error;
-        await openControlFor(deps, computer, screen, winner.id);
-        if (winner.holder_user_id === user.userId) return c.json(leaseBody(winner), 200);
-        throw controlHeld(winner);
+      for (let attempt = 1; ; attempt++) {
+        const held = await liveLease(deps.database.db, computer.id, screen);
+        if (held) {
+          const ours = held.holder_user_id === user.userId;
+          // Idempotent for the same lease: makes sure its server still runs. After a lost attempt
+          // our start may have replaced the holder's password, so it gets it back.
+          if (ours || attempt > 1) await openControlFor(deps, computer, screen, held.id);
+          if (!ours) throw controlHeld(held);
+          return c.json(leaseBody(held), 200);
+        }
+        // The server starts first, so a lease never exists (and reaches proxies) without one.
+        const id = randomUUID();
+        await openControlFor(deps, computer, screen, id);
+        try {
+          const { lease } = await grantLease(deps, {
+            id,
+            workspaceId: computer.workspace_id,
+            computerId: computer.id,
+            screen,
+            holderUserId: user.userId,
+            actor: actorOf(user),
+            leaseMs: deps.env.screens.controlLeaseMs,
+          });
+          return c.json(leaseBody(lease), 201);
+        } catch (error) {
+          if (!isUniqueViolation(error)) throw error;
+          // Someone took the screen at the same moment; our start replaced their server's password.
+          const winner = await liveLease(deps.database.db, computer.id, screen);
+          if (winner) {
+            await openControlFor(deps, computer, screen, winner.id);
+            if (winner.holder_user_id === user.userId) return c.json(leaseBody(winner), 200);
+            throw controlHeld(winner);
+          }
+          // The winner let go before we could name it: the screen is free again, so take it anew.
+          if (attempt < TAKE_ATTEMPTS) continue;
+          // It keeps changing hands: our password must not stay on a server nobody's lease owns.
+          await closeControlUnlessHeld(deps, computer, screen);
+          throw new HttpProblem(
+            409,
+            "CONTROL_HELD",
+            `Screen ${screen} changed hands while it was being taken; try again.`,
+          );
+        }
       }
     })
     .openapi(currentControl, async (c) => {
@@ -266,6 +280,9 @@ export function screenRoutes() {
       return c.body(null, 204);
     });
 }
+
+/** Takes that lose the screen to a holder who has already let go again, before the caller is told to retry. */
+const TAKE_ATTEMPTS = 3;
 
 const computerOf = (c: Context<AppEnv>) =>
   requireComputer(c.var.deps.database.db, c.var.workspace.workspaceId, c.req.param("computerId") ?? "");

@@ -121,7 +121,7 @@ describe("faults around a Docker computer", () => {
 
   it(
     "the computer killed mid-upload: the file is whole, no temporary file is left, the session goes on",
-    SLOW,
+    { timeout: SLOW },
     async (context) => {
       const faults = tally(context, "faults");
       const container = await containerOf(bot.computerId);
@@ -143,7 +143,7 @@ describe("faults around a Docker computer", () => {
 
   it(
     "the computer killed while idle: the api shows it stopped within a round, audited, and it starts again whole",
-    SLOW,
+    { timeout: SLOW },
     async (context) => {
       const faults = tally(context, "faults");
       const container = await containerOf(bot.computerId);
@@ -167,7 +167,7 @@ describe("faults around a Docker computer", () => {
 
   it(
     "the supervisor killed mid-upload and mid-command: each ends with a clear problem, nothing is lost, all works once it is back",
-    SLOW,
+    { timeout: SLOW },
     async (context) => {
       const faults = tally(context, "faults");
       faults.tried();
@@ -207,7 +207,7 @@ describe("faults around a Docker computer", () => {
 
   it(
     "the supervisor frozen for 30 s: heartbeats keep the session, tool calls answer 503 quickly, health says degraded, all works after",
-    SLOW,
+    { timeout: SLOW },
     async (context) => {
       const faults = tally(context, "faults");
       faults.tried();
