@@ -36,6 +36,22 @@ describe("homeRelativePath", () => {
     },
   );
 
+  it.each([
+    ["a name past 255 bytes", "n".repeat(256)],
+    ["a name past 255 bytes in UTF-8", "é".repeat(128)],
+    ["a path past 4095 bytes", Array.from({ length: 41 }, () => "d".repeat(99)).join("/")],
+    ["a lone surrogate", "lone-\uD800"],
+  ])("refuses %s as an invalid path", (_, input) => {
+    expect(codeOf(() => homeRelativePath(input))).toBe("INVALID_PATH");
+  });
+
+  it("takes a name of 255 bytes and a path of 4095", () => {
+    expect(homeRelativePath("m".repeat(255))).toBe("m".repeat(255));
+    const longest = `${Array.from({ length: 20 }, () => "d".repeat(200)).join("/")}/${"f".repeat(75)}`;
+    expect(Buffer.byteLength(longest)).toBe(4095);
+    expect(homeRelativePath(longest)).toBe(longest);
+  });
+
   it("says the same thing for every refusal", () => {
     try {
       homeRelativePath("../../etc");

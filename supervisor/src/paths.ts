@@ -1,19 +1,29 @@
-import { posix } from "node:path";
-import { outsideHome } from "./problems.ts";
+import { ProviderError } from "@cubicle/providers/contract";
+import { homeRelativePath as providersHomeRelativePath } from "@cubicle/providers/kernel";
+import { SupervisorProblem } from "./problems.ts";
 
 /** Where the home is mounted inside every computer. */
 export const CONTAINER_HOME = "/home/cubicle";
 
 /**
- * Normalises a caller's path to one relative to the home ("" is the home itself). Absolute paths,
- * `..` that climbs out, NUL bytes and backslashes are refused; symlinks are checked inside the
- * computer afterwards (`realpath -m`), because only it knows where they lead.
+ * Normalises a caller's path to one relative to the home ("" is the home itself), by the one rule
+ * every provider uses (the kernel's homeRelativePath: absolute paths, `..` that climbs out, NUL
+ * bytes and backslashes are outside the home; a path no filesystem could hold is invalid), in the
+ * supervisor's problems; symlinks are checked inside the computer afterwards, because only it
+ * knows where they lead.
  */
 export function homeRelativePath(path: string): string {
-  if (path.includes("\0") || path.includes("\\") || posix.isAbsolute(path)) throw outsideHome();
-  const normalised = posix.normalize(path === "" ? "." : path);
-  if (normalised === ".." || normalised.startsWith("../")) throw outsideHome();
-  return normalised === "." || normalised === "./" ? "" : normalised.replace(/\/+$/, "");
+  try {
+    return providersHomeRelativePath(path);
+  } catch (error) {
+    if (
+      error instanceof ProviderError &&
+      (error.code === "PATH_OUTSIDE_HOME" || error.code === "INVALID_PATH")
+    ) {
+      throw new SupervisorProblem(error.code, error.message);
+    }
+    throw error;
+  }
 }
 
 /** The absolute path inside the computer of a normalised home-relative path. */

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
 import { type FileEntry, outsideHome, ProviderError, tooLarge } from "../contract/index.ts";
-import { inside, removeInside, type Walked, walk } from "../kernel/confined-walk.ts";
+import { inside, insideBytes, removeInside, type Walked, walk } from "../kernel/confined-walk.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 
 /**
@@ -113,11 +113,16 @@ export async function listFiles(files: Confinement, path: string): Promise<FileE
   const relative = homeRelativePath(path);
   return withOpened(files, relative, async (dir) => {
     if (!(await dir.stat()).isDirectory()) throw notADirectory(relative);
-    const names = (await fs.readdir(`/proc/self/fd/${dir.fd}`)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // read as bytes: a name that is not UTF-8 (a program in the machine can make one) decoded first
+    // would be looked up as U+FFFD and go missing from the listing; it is listed under its decoded
+    // name, as the other backends list it
+    const names = (await fs.readdir(`/proc/self/fd/${dir.fd}`, { encoding: "buffer" }))
+      .map((raw) => ({ raw, name: raw.toString("utf8") }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const entries: FileEntry[] = [];
-    for (const name of names) {
+    for (const { raw, name } of names) {
       // lstat: a symlink is listed as itself, its target is never looked at
-      const entry = await fs.lstat(inside(dir, name)).catch(() => null);
+      const entry = await fs.lstat(insideBytes(dir, raw)).catch(() => null);
       if (entry) entries.push(entryOf(name, relative, entry));
     }
     return entries;

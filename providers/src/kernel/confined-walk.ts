@@ -21,7 +21,11 @@ function errnoOf(error: unknown): string | undefined {
   return error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined;
 }
 
-export async function openDirectory(path: string): Promise<fs.FileHandle> {
+/** `inside` for a name read as bytes: one that is not UTF-8 must be looked up as those bytes. */
+export const insideBytes = (dir: fs.FileHandle, name: Buffer) =>
+  Buffer.concat([Buffer.from(inside(dir, "")), name]);
+
+export async function openDirectory(path: string | Buffer): Promise<fs.FileHandle> {
   return fs.open(path, DIRECTORY_FLAGS);
 }
 
@@ -137,8 +141,8 @@ export async function walk(
 }
 
 /** Removes `name` in the open folder `dir`, a folder with its contents, never following a symlink. */
-export async function removeInside(dir: fs.FileHandle, name: string): Promise<void> {
-  const path = inside(dir, name);
+export async function removeInside(dir: fs.FileHandle, name: string | Buffer): Promise<void> {
+  const path = typeof name === "string" ? inside(dir, name) : insideBytes(dir, name);
   let child: fs.FileHandle | null = null;
   try {
     child = await openDirectory(path);
@@ -148,7 +152,10 @@ export async function removeInside(dir: fs.FileHandle, name: string): Promise<vo
     return;
   }
   try {
-    for (const entry of await fs.readdir(`/proc/self/fd/${child.fd}`)) await removeInside(child, entry);
+    // as bytes: a name that is not UTF-8, read as text, would be looked up as U+FFFD and stay
+    for (const entry of await fs.readdir(`/proc/self/fd/${child.fd}`, { encoding: "buffer" })) {
+      await removeInside(child, entry);
+    }
   } finally {
     await child.close();
   }

@@ -9,6 +9,7 @@ import {
 } from "../contract/index.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { shellQuote } from "../kernel/shell-quote.ts";
+import { resolveCwd } from "./files.ts";
 import type { SandboxMachine } from "./machine.ts";
 
 /** Every process a run starts inherits this variable, so the whole tree can be found and killed. */
@@ -49,7 +50,7 @@ export async function* runCommand(
   machine: SandboxMachine,
   request: CommandRequest,
 ): AsyncGenerator<CommandEvent> {
-  const cwd = request.cwd === undefined ? "" : homeRelativePath(request.cwd);
+  const cwd = await resolveCwd(machine, request.cwd === undefined ? "" : homeRelativePath(request.cwd));
   const maxOutputBytes = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   const runId = randomUUID();
   const queue: CommandEvent[] = [];
@@ -93,7 +94,7 @@ export async function* runCommand(
     .join(" ");
   const streamed = machine.shell
     .stream(command, {
-      cwd: cwd === "" ? machine.home : `${machine.home}/${cwd}`,
+      cwd,
       env: { ...request.env, HOME: machine.home, [RUN_MARK]: runId },
       onStdout: (data) => take("stdout", data),
       onStderr: (data) => take("stderr", data),

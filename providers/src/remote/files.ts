@@ -56,6 +56,21 @@ export async function listFiles(machine: SandboxMachine, path: string): Promise<
   return parseHomeListing(rest, relative);
 }
 
+/**
+ * The real path of a command's working folder, resolved by the helper as every file operation is:
+ * the vendor's own `cwd` would follow a link the shell made out of the home.
+ */
+export async function resolveCwd(machine: SandboxMachine, relative: string): Promise<string> {
+  if (relative === "") return machine.home;
+  const { verdict, rest } = answer(
+    await machine.exec(machine.homeFilesCommand("cwd", relative), { timeoutMs: SMALL_OP_MS }),
+    `resolving the working folder ${relative}`,
+  );
+  const real = rest.split("\0")[0];
+  if (verdict !== "ok" || !real) throw verdictError(verdict, relative);
+  return real;
+}
+
 export async function readFile(machine: SandboxMachine, path: string, maxBytes: number): Promise<Uint8Array> {
   const relative = homeRelativePath(path);
   const out = machine.scratchFile("read");

@@ -3,36 +3,11 @@ import { vncAccepts, vncAnswers } from "@cubicle/supervisor/testing/vnc";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createBoxProvider } from "../../src/box/index.ts";
 import type { MachineRef, SandboxProvider } from "../../src/contract/index.ts";
-import { ArmedFaults } from "../faults.ts";
 import { ScreenRelays } from "../screen-relays.ts";
 import { conformanceSuite } from "../suites/conformance.ts";
 import { faultSuite } from "../suites/faults.ts";
-import {
-  CASE_TIMEOUT_MS,
-  collectRun,
-  expectProviderError,
-  Machines,
-  type MakeProvider,
-  sleep,
-} from "../suites/types.ts";
-
-/**
- * The real box adapter against the loopback Box emulator, whose boxes are real desktops in the
- * local Docker engine; every box it made is removed afterwards.
- */
-const box: MakeProvider = async () => {
-  const emulator = await startBoxEmulator({ instance: `suites-${process.pid}` });
-  const faults = new ArmedFaults();
-  const made = (apiKey: string) =>
-    createBoxProvider({ kind: "box-emulator", connection: { apiKey, apiUrl: emulator.apiUrl }, faults });
-  return {
-    provider: made(emulator.apiKey),
-    faults,
-    liveScreens: true,
-    withWrongCredential: () => made("box_wrong"),
-    cleanup: () => emulator.close({ removeBoxes: true }),
-  };
-};
+import { CASE_TIMEOUT_MS, collectRun, expectProviderError, Machines, sleep } from "../suites/types.ts";
+import { box } from "./index.ts";
 
 conformanceSuite("box-emulator", box, {
   "control-has-its-own-server":

@@ -1,14 +1,6 @@
-import { createFakeProvider } from "../fake/index.ts";
-import { ArmedFaults } from "../faults.ts";
 import { conformanceSuite } from "../suites/conformance.ts";
 import { faultSuite } from "../suites/faults.ts";
-import type { MakeProvider } from "../suites/types.ts";
-
-/** In memory, built around a fresh fault plan, with nothing to tear down. */
-const fake: MakeProvider = async () => {
-  const faults = new ArmedFaults();
-  return { provider: createFakeProvider({ faults }), faults, cleanup: async () => {} };
-};
+import { fake } from "./index.ts";
 
 conformanceSuite("fake", fake, {
   "refuses-a-wrong-credential": "it runs in memory and takes no credential",

@@ -1,0 +1,140 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { startBoxEmulator } from "@cubicle/emulators/box";
+import { startDaytonaEmulator } from "@cubicle/emulators/daytona";
+import { startE2bEmulator } from "@cubicle/emulators/e2b";
+import { createSupervisorClient } from "@cubicle/supervisor/client";
+import { startTestSupervisor } from "@cubicle/supervisor/testing";
+import { createBoxProvider } from "../../src/box/index.ts";
+import { createDaytonaProvider } from "../../src/daytona/index.ts";
+import { createDesktopProvider } from "../../src/desktop/index.ts";
+import { createDockerProvider } from "../../src/docker/index.ts";
+import { createE2bProvider } from "../../src/e2b/index.ts";
+import { openDirectory, removeInside } from "../../src/kernel/confined-walk.ts";
+import { createFakeProvider } from "../fake/index.ts";
+import { ArmedFaults } from "../faults.ts";
+import type { MakeProvider } from "../suites/types.ts";
+
+/**
+ * Every backend as the shared suites build it: the provider suites (the *.test.ts files here) and
+ * the reliability suite both take their backends from these, so a backend is set up one way.
+ */
+
+/** In memory, built around a fresh fault plan, with nothing to tear down. */
+export const fake: MakeProvider = async () => {
+  const faults = new ArmedFaults();
+  return { provider: createFakeProvider({ faults }), faults, cleanup: async () => {} };
+};
+
+/** The host's own processes and screens, with homes in a temporary folder removed afterwards. */
+export const desktop: MakeProvider = async () => {
+  const homesDir = await mkdtemp(join(tmpdir(), "cubicle-desktop-homes-"));
+  const faults = new ArmedFaults();
+  const provider = createDesktopProvider({ homesDir, faults });
+  return {
+    provider,
+    faults,
+    liveScreens: provider.capabilities.graphical,
+    cleanup: async () => {
+      await provider.shutdown();
+      // folder by folder from open handles: a machine's programs may have nested folders deeper
+      // than a path can name (PATH_MAX), which fs.rm fails on
+      const parent = await openDirectory(dirname(homesDir));
+      try {
+        await removeInside(parent, basename(homesDir));
+      } finally {
+        await parent.close();
+      }
+    },
+  };
+};
+
+/** Containers on the real Docker engine, through a real supervisor on a free loopback port. */
+export const docker: MakeProvider = async () => {
+  const supervisor = await startTestSupervisor();
+  const faults = new ArmedFaults();
+  const provider = createDockerProvider({
+    supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token }),
+    faults,
+  });
+  return {
+    provider,
+    faults,
+    liveScreens: true,
+    withWrongCredential: () =>
+      createDockerProvider({
+        supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: "w".repeat(40) }),
+      }),
+    cleanup: () => supervisor.close(),
+  };
+};
+
+/**
+ * The real e2b adapter and the unmodified SDK against the loopback E2B emulator, whose sandboxes
+ * are real desktops in the local Docker engine; every sandbox it made is removed afterwards.
+ */
+export const e2b: MakeProvider = async () => {
+  const emulator = await startE2bEmulator({ instance: `suites-${process.pid}` });
+  const faults = new ArmedFaults();
+  const connection = {
+    apiKey: emulator.apiKey,
+    apiUrl: emulator.apiUrl,
+    sandboxUrl: emulator.sandboxUrl,
+    domain: emulator.domain,
+  };
+  const made = (apiKey: string) =>
+    createE2bProvider({
+      kind: "e2b-emulator",
+      connection: { ...connection, apiKey },
+      sandboxLifetimeMs: 15 * 60_000,
+      faults,
+    });
+  return {
+    provider: made(emulator.apiKey),
+    faults,
+    liveScreens: true,
+    withWrongCredential: () => made("e2b_wrong"),
+    cleanup: () => emulator.close({ removeSandboxes: true }),
+  };
+};
+
+/**
+ * The real daytona adapter and the unmodified SDK against the loopback Daytona emulator, whose
+ * sandboxes are real desktops in the local Docker engine; every sandbox it made is removed afterwards.
+ */
+export const daytona: MakeProvider = async () => {
+  const emulator = await startDaytonaEmulator({ instance: `suites-${process.pid}` });
+  const faults = new ArmedFaults();
+  const made = (apiKey: string) =>
+    createDaytonaProvider({
+      kind: "daytona-emulator",
+      connection: { apiKey, apiUrl: emulator.apiUrl, target: emulator.target },
+      faults,
+    });
+  return {
+    provider: made(emulator.apiKey),
+    faults,
+    liveScreens: true,
+    withWrongCredential: () => made("dtn_wrong"),
+    cleanup: () => emulator.close({ removeSandboxes: true }),
+  };
+};
+
+/**
+ * The real box adapter against the loopback Box emulator, whose boxes are real desktops in the
+ * local Docker engine; every box it made is removed afterwards.
+ */
+export const box: MakeProvider = async () => {
+  const emulator = await startBoxEmulator({ instance: `suites-${process.pid}` });
+  const faults = new ArmedFaults();
+  const made = (apiKey: string) =>
+    createBoxProvider({ kind: "box-emulator", connection: { apiKey, apiUrl: emulator.apiUrl }, faults });
+  return {
+    provider: made(emulator.apiKey),
+    faults,
+    liveScreens: true,
+    withWrongCredential: () => made("box_wrong"),
+    cleanup: () => emulator.close({ removeBoxes: true }),
+  };
+};
