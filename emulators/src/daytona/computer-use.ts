@@ -8,10 +8,26 @@ import { badRequest, DaytonaHttpError } from "./errors.ts";
 import type { Sandbox } from "./sandbox.ts";
 
 const PROCESSES = ["xvfb", "xfce4", "x11vnc", "novnc"] as const;
-const DISPLAY = ":1";
+const DISPLAY_NUMBER = 1;
+const DISPLAY = `:${DISPLAY_NUMBER}`;
 
-/** The folder of the plugin's pid and log files, as the plugin keeps them. */
+/**
+ * The folder of the plugin's pid and log files, as the plugin keeps them. They are on the disk, so
+ * they outlive a stop, while the processes they name do not; and pids start low again after a start,
+ * so an old pid may now be another process's (which `kill -0` would take for the plugin's, and a stop
+ * would kill). Daytona's daemon keeps them in memory, lost at every start: so here they are kept for
+ * one boot of the container (pid 1's start time), and forgotten, with X's lock of the display (which
+ * makes Xvfb refuse to start while the pid in it lives), at the first use after another.
+ */
 const STATE = `dir="$HOME/.daytona/computeruse"; mkdir -p "$dir"
+boot=$(cut -d " " -f 22 /proc/1/stat)
+{
+  flock 9
+  if [ "$(cat "$dir/boot" 2>/dev/null)" != "$boot" ]; then
+    rm -f "$dir"/*.pid "$dir/dbus.env" /tmp/.X${DISPLAY_NUMBER}-lock /tmp/.X11-unix/X${DISPLAY_NUMBER}
+    echo "$boot" > "$dir/boot"
+  fi
+} 9> "$dir/boot.lock"
 running() { [ -f "$dir/$1.pid" ] && kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; }
 report() { for name in ${PROCESSES.join(" ")}; do if running "$name"; then echo "$name $(cat "$dir/$name.pid")"; else echo "$name 0"; fi; done; }`;
 

@@ -218,6 +218,34 @@ describe("Daytona emulator", () => {
     expect(await previewGreeting(after.url, after.token)).toMatch(/^RFB 003\.00/);
   });
 
+  it("forgets computer use at a start, even where a new process took one of its old pids", async () => {
+    await sandbox.stop();
+    await sandbox.start();
+    // pids start low again after a start, so one computer use had before the stop may now be an
+    // unrelated process's: one is made to have them all, as its pid files and X's lock name them
+    const spawned = await sandbox.process.executeCommand(
+      "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!",
+    );
+    const other = spawned.result.trim();
+    expect(other).toMatch(/^\d+$/);
+    try {
+      const planted = await sandbox.process.executeCommand(
+        `cd .daytona/computeruse && ls *.pid && for f in *.pid; do echo ${other} > "$f"; done && rm -f /tmp/.X1-lock && printf '%10d\\n' ${other} > /tmp/.X1-lock`,
+      );
+      expect(planted.result).toContain("xvfb.pid");
+      expect((await sandbox.computerUse.getStatus()).status).toBe("inactive");
+      await sandbox.computerUse.start();
+      expect((await sandbox.computerUse.getStatus()).status).toBe("active");
+      expect((await sandbox.process.executeCommand("pgrep -c -x Xvfb")).result.trim()).toBe("1");
+      await sandbox.computerUse.stop();
+      expect((await sandbox.process.executeCommand("pgrep -c -x Xvfb")).result.trim()).toBe("0");
+      // its stop ends only what it started
+      expect((await sandbox.process.executeCommand(`kill -0 ${other} && echo alive`)).result).toBe("alive\n");
+    } finally {
+      await sandbox.process.executeCommand(`kill ${other}`);
+    }
+  });
+
   it("deletes a sandbox, and a forgotten one is not found either", async () => {
     const deleted = await daytona.create({ labels: { suite: "daytona-emulator" } });
     await deleted.delete();

@@ -11,7 +11,7 @@ import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
-import { kitProgram, SandboxMachine } from "../remote/machine.ts";
+import { failure, kitProgram, SandboxMachine } from "../remote/machine.ts";
 import { sandboxOperations } from "../remote/operations.ts";
 import * as screens from "../remote/screens.ts";
 import { ACCESS_PROBE_ID } from "../remote/vendor-call.ts";
@@ -27,6 +27,17 @@ import {
 import { daytonaShell } from "./shell.ts";
 
 export type { DaytonaConnection } from "./sandboxes.ts";
+
+/**
+ * After a stop the disk is kept but no process is, and pids start low again: the pid files the
+ * kit's screen servers left in its run folder would name whatever new process now has their pid
+ * (which `screen view` would take for its old server and kill, a helper command as likely as not).
+ * The folder is a boot's state, so it goes at every start.
+ */
+async function forgetRunState(machine: SandboxMachine): Promise<void> {
+  const result = await machine.exec('rm -rf -- "$CUBICLE_RUN_DIR"', { timeoutMs: 30_000 });
+  if (result.exitCode !== 0) throw failure("forgetting the stopped sandbox's processes", result);
+}
 
 export interface DaytonaProviderOptions {
   /** `daytona-emulator` when the connection leads to the loopback emulator: only the label differs. */
@@ -99,10 +110,13 @@ export function createDaytonaProvider({
       const known = ref.providerRef === null ? null : await sandboxes.get(ref.providerRef);
       const sandbox = known ?? (await sandboxes.create(ref));
       try {
+        const booting = sandbox.state !== "started";
         await sandboxes.start(sandbox);
+        const machine = machineOf(sandbox);
+        if (booting) await forgetRunState(machine);
         // desktop processes do not survive a stop
         await startComputerUse(sandbox);
-        await machineOf(sandbox).installKit();
+        await machine.installKit();
       } catch (error) {
         // a new sandbox nobody can use would only cost money
         if (!known) await sandboxes.delete(sandbox).catch(() => undefined);
