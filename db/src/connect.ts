@@ -1,9 +1,9 @@
 import { mkdirSync } from "node:fs";
+import { setTimeout as delay } from "node:timers/promises";
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, sql } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
-import { PostgresJSDialect } from "kysely-postgres-js";
-import postgres from "postgres";
+import pg from "pg";
 import type { Database } from "./schema.ts";
 
 export type DialectName = "pglite" | "postgres";
@@ -38,7 +38,7 @@ type Listen = DatabaseHandle["listen"];
 type IfLockFree = DatabaseHandle["ifLockFree"];
 
 export type DatabaseLocation =
-  /** A Postgres server reached with postgres.js. */
+  /** A Postgres server reached with node-postgres. */
   | { databaseUrl: string }
   /** Embedded PGlite storing its files in this directory. */
   | { pgliteDirectory: string }
@@ -46,7 +46,11 @@ export type DatabaseLocation =
   | { pgliteInMemory: true };
 
 const INT8_OID = 20;
-const CLOSE_TIMEOUT_SECONDS = 5;
+const CLOSE_TIMEOUT_MS = 5_000;
+/** A request fails (503) rather than waits while the server is away. */
+const CONNECT_TIMEOUT_MS = 5_000;
+const FIRST_RELISTEN_DELAY_MS = 100;
+const LAST_RELISTEN_DELAY_MS = 5_000;
 
 /**
  * The one way to open Cubicle's database. Both dialects parse int8 as a JS number so that
@@ -54,47 +58,52 @@ const CLOSE_TIMEOUT_SECONDS = 5;
  */
 export async function openDatabase(location: DatabaseLocation): Promise<DatabaseHandle> {
   if ("databaseUrl" in location) {
-    const client = postgres(location.databaseUrl, {
-      max: 10,
-      onnotice: () => {},
-      types: {
-        int8: { to: INT8_OID, from: [INT8_OID], serialize: (value: number) => String(value), parse: Number },
-      },
-    });
-    const db = new Kysely<Database>({ dialect: new PostgresJSDialect({ postgres: client }) });
-    // postgres.js listens on one dedicated connection and listens again after it reconnects.
-    const listen: Listen = async (channel, onPayload, onResubscribed) => {
-      let active = true;
-      let listened = 0;
-      const { unlisten } = await client.listen(
-        checkChannel(channel),
-        (payload) => active && onPayload(payload),
-        () => active && listened++ > 0 && onResubscribed?.(),
-      );
-      return once(async () => {
-        // After a reconnect postgres.js registers the listener anew and this unlisten no longer
-        // finds it, so the flag is what really stops delivery.
-        active = false;
-        await unlisten();
-      });
+    const config: pg.ClientConfig = {
+      connectionString: location.databaseUrl,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      types: { getTypeParser: parseInt8AsNumber },
     };
+    const pool = new pg.Pool({ ...config, max: 10 });
+    // A connection the server cuts emits "error" on its client, or on the pool while idle; with no
+    // listener that would kill the process. The query using it (if any) fails on its own, and the
+    // pool drops a client that is no longer queryable when it is released.
+    pool.on("error", ignore);
+    pool.on("connect", (client) => client.on("error", ignore));
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const listener = dedicatedListener(config);
     const ifLockFree: IfLockFree = async (key, work) => {
-      const connection = await client.reserve();
+      const client = await pool.connect();
+      // A session whose unlock did not answer may still hold the lock: it is destroyed, not reused.
+      let sound = false;
       try {
-        const [row] = await connection`select pg_try_advisory_lock(${key}) as locked`;
-        if (!row?.locked) return false;
+        const { rows } = await client.query<{ locked: boolean }>(
+          "select pg_try_advisory_lock($1) as locked",
+          [key],
+        );
+        if (!rows[0]?.locked) {
+          sound = true;
+          return false;
+        }
         try {
           await work();
         } finally {
-          await connection`select pg_advisory_unlock(${key})`;
+          await client.query("select pg_advisory_unlock($1)", [key]);
+          sound = true;
         }
         return true;
       } finally {
-        connection.release();
+        client.release(!sound);
       }
     };
-    // Kysely's destroy() waits without limit for the pool; a bounded end() cannot hang a shutdown.
-    return handle(db, "postgres", listen, ifLockFree, () => client.end({ timeout: CLOSE_TIMEOUT_SECONDS }));
+    // pool.end() waits without limit for connections still checked out; those are ended when
+    // released, and a shutdown does not wait for them.
+    const close = () =>
+      Promise.race([
+        Promise.all([pool.end(), listener.close()]).then(() => {}),
+        delay(CLOSE_TIMEOUT_MS, undefined, { ref: false }),
+      ]);
+    return handle(db, "postgres", listener.listen, ifLockFree, close);
   }
   let pglite: PGlite;
   if ("pgliteDirectory" in location) {
@@ -133,6 +142,113 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
 function checkChannel(channel: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new RangeError(`not a channel name: ${channel}`);
   return channel;
+}
+
+/** Per connection, so that the process-wide parsers other code may rely on stay as they are. */
+const parseInt8AsNumber = ((oid: number, format?: "text" | "binary") =>
+  oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser;
+
+function ignore() {}
+
+interface Subscriber {
+  onPayload(payload: string): void;
+  onResubscribed?: () => void;
+  /** Its connection was lost and notifications went missing until the next one listens. */
+  missed: boolean;
+}
+
+/**
+ * One connection carries every LISTEN. node-postgres does not reconnect a client, so this does,
+ * with backoff, listens again on every channel, and tells the subscribers that something was
+ * missed. A listen() while the server is away fails after the connect timeout.
+ */
+function dedicatedListener(config: pg.ClientConfig): { listen: Listen; close(): Promise<void> } {
+  const subscribers = new Map<string, Set<Subscriber>>();
+  /** The connection listening on every channel, or the attempt at one; undefined when neither. */
+  let connection: Promise<pg.Client> | undefined;
+  let closed = false;
+
+  const connect = async (onLost: () => void) => {
+    const client = new pg.Client(config);
+    // a failure is seen by connect(), by the query, or as the "end" that follows every loss
+    client.on("error", ignore);
+    client.on("notification", ({ channel, payload }) => {
+      for (const subscriber of subscribers.get(channel) ?? []) subscriber.onPayload(payload ?? "");
+    });
+    try {
+      await client.connect();
+      for (const channel of subscribers.keys()) await client.query(`listen ${channel}`);
+    } catch (error) {
+      client.end().catch(ignore);
+      throw error;
+    }
+    client.once("end", onLost);
+    for (const set of subscribers.values()) {
+      for (const subscriber of set) {
+        if (!subscriber.missed) continue;
+        subscriber.missed = false;
+        subscriber.onResubscribed?.();
+      }
+    }
+    return client;
+  };
+  const open = () => {
+    const attempt: Promise<pg.Client> = connect(() => {
+      if (closed || connection !== attempt) return;
+      connection = undefined;
+      for (const set of subscribers.values()) for (const subscriber of set) subscriber.missed = true;
+      void relisten();
+    });
+    connection = attempt;
+    attempt.catch(() => {
+      if (connection === attempt) connection = undefined;
+    });
+    return attempt;
+  };
+  const relisten = async () => {
+    for (let wait = FIRST_RELISTEN_DELAY_MS; !closed; wait = Math.min(wait * 2, LAST_RELISTEN_DELAY_MS)) {
+      await delay(wait, undefined, { ref: false });
+      if (closed) return;
+      try {
+        await (connection ?? open());
+        return;
+      } catch {
+        // the server is still away: wait longer before the next attempt
+      }
+    }
+  };
+
+  const listen: Listen = async (channel, onPayload, onResubscribed) => {
+    checkChannel(channel);
+    const subscriber: Subscriber = { onPayload, onResubscribed, missed: false };
+    const set = subscribers.get(channel) ?? new Set();
+    subscribers.set(channel, set.add(subscriber));
+    const forget = () => {
+      set.delete(subscriber);
+      if (set.size === 0 && subscribers.get(channel) === set) subscribers.delete(channel);
+      return set.size === 0;
+    };
+    try {
+      const client = await (connection ?? open());
+      // a LISTEN already in place (the connection was opened after this subscribed) is a no-op
+      await client.query(`listen ${channel}`);
+    } catch (error) {
+      forget();
+      throw error;
+    }
+    return once(async () => {
+      if (!forget()) return;
+      // a lost connection has forgotten the channel already, and the next one will not listen
+      const client = await connection?.catch(() => undefined);
+      await client?.query(`unlisten ${channel}`).catch(ignore);
+    });
+  };
+  const close = async () => {
+    closed = true;
+    const client = await connection?.catch(() => undefined);
+    await client?.end();
+  };
+  return { listen, close };
 }
 
 function once(run: () => Promise<void>): Unlisten {

@@ -7,3 +7,4 @@ export {
 } from "./connect.ts";
 export { migrateToLatest, migrations } from "./migrate.ts";
 export * from "./schema.ts";
+export { isDatabaseUnavailable } from "./unavailable.ts";

@@ -1,5 +1,5 @@
 import type { ActorType, AuditEvent, Database } from "@cubicle/db";
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import { currentRequest } from "../http/request-context.ts";
 
 export interface AuditActor {
@@ -57,9 +57,7 @@ export class AuditLog {
         target_id: entry.target?.id ?? null,
         ip: request?.ip ?? null,
         request_id: request?.requestId ?? null,
-        // Sent as text and cast in SQL: postgres.js would JSON-encode a string bound to a jsonb
-        // parameter a second time, storing a JSON string instead of an object.
-        data: sql<string>`cast(${JSON.stringify(entry.data ?? {})} as text)::jsonb`,
+        data: JSON.stringify(entry.data ?? {}),
       })
       .execute();
   }

@@ -6,7 +6,7 @@ import { organization } from "better-auth/plugins/organization";
 import type { Kysely } from "kysely";
 import type { AuditLog } from "../audit/audit-log.ts";
 import type { ApiEnv } from "../config/env.ts";
-import { CLIENT_IP_HEADER } from "../http/request-context.ts";
+import { CLIENT_IP_HEADER, currentRequest } from "../http/request-context.ts";
 import type { Logger } from "../observability/logger.ts";
 import { accessControl, workspaceRoles } from "./access-control.ts";
 
@@ -46,8 +46,13 @@ export function createAuth({ db, env, secret, audit, logger }: AuthOptions) {
     telemetry: { enabled: false },
     logger: {
       level: "warn",
-      log: (level, message) =>
-        logger[level === "debug" ? "debug" : level === "info" ? "info" : "warn"]({ level }, message),
+      log: (level, message, ...args) => {
+        const request = currentRequest();
+        const failure = args.find((arg) => arg instanceof Error);
+        // Better Auth's own 500s drop the cause; authenticate.ts needs it to tell an outage apart
+        if (request && failure) request.authFailure = failure;
+        logger[level === "debug" ? "debug" : level === "info" ? "info" : "warn"]({ level }, message);
+      },
     },
     databaseHooks: {
       user: {

@@ -1,10 +1,12 @@
-import type { DatabaseHandle } from "@cubicle/db";
+import { type DatabaseHandle, isDatabaseUnavailable } from "@cubicle/db";
+import { APIError } from "better-auth/api";
 import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import { keyRole } from "../api-keys/key-role.ts";
 import type { AuditLog } from "../audit/audit-log.ts";
 import type { AppEnv } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
+import { currentRequest } from "../http/request-context.ts";
 import type { CubicleAuth } from "./auth.ts";
 import { actorOf, type Principal } from "./principal.ts";
 
@@ -37,7 +39,14 @@ export function authenticate(): MiddlewareHandler<AppEnv> {
       return;
     }
 
-    const session = await auth.api.getSession({ headers: c.req.raw.headers });
+    const session = await auth.api.getSession({ headers: c.req.raw.headers }).catch((error: unknown) => {
+      // Better Auth answers any failure to read a session with its own 500 and only logs the
+      // cause; a database that went away is told as such (503), not as a broken session.
+      const cause = currentRequest()?.authFailure;
+      throw error instanceof APIError && error.statusCode === 500 && isDatabaseUnavailable(cause)
+        ? cause
+        : error;
+    });
     if (!session) {
       c.set("principal", { kind: "anonymous" });
       return next();

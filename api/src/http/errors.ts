@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from "@cubicle/db";
 import { ProviderError, type ProviderErrorCode } from "@cubicle/providers/contract";
 import { APIError } from "better-auth/api";
 import { HTTPException } from "hono/http-exception";
@@ -5,8 +6,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { CheckpointStoreError } from "../checkpoints/store/index.ts";
 import { HttpProblem } from "./problem.ts";
 
-/** How long a caller waits before asking a backend that did not answer again. */
-const PROVIDER_RETRY_AFTER_SECONDS = 5;
+/** How long a caller waits before asking a backend (or the database) that did not answer again. */
+const RETRY_AFTER_SECONDS = 5;
 
 /** The HTTP status each provider failure is answered with. */
 const PROVIDER_ERROR_STATUS = {
@@ -39,7 +40,7 @@ export function toHttpProblem(error: unknown): HttpProblem | undefined {
   if (error instanceof ProviderError) {
     const problem = new HttpProblem(PROVIDER_ERROR_STATUS[error.code], error.code, error.message);
     // a backend that does not answer now may shortly: when to ask again
-    if (error.code === "PROVIDER_UNAVAILABLE") problem.retryAfterSeconds = PROVIDER_RETRY_AFTER_SECONDS;
+    if (error.code === "PROVIDER_UNAVAILABLE") problem.retryAfterSeconds = RETRY_AFTER_SECONDS;
     return problem;
   }
   if (error instanceof CheckpointStoreError) {
@@ -59,5 +60,11 @@ export function toHttpProblem(error: unknown): HttpProblem | undefined {
   }
   if (error instanceof HTTPException)
     return new HttpProblem(error.status, "MALFORMED_REQUEST", error.message);
+  if (isDatabaseUnavailable(error)) {
+    // restarting or unreachable: a passing condition, not the request's fault
+    const problem = new HttpProblem(503, "DATABASE_UNAVAILABLE", "The database cannot be reached right now.");
+    problem.retryAfterSeconds = RETRY_AFTER_SECONDS;
+    return problem;
+  }
   return undefined;
 }

@@ -11,6 +11,8 @@ import proxyAddr from "proxy-addr";
 export interface RequestContext {
   requestId: string;
   ip: string | null;
+  /** The error Better Auth last logged for this request: the 500s it throws do not carry it. */
+  authFailure?: unknown;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();

@@ -3,12 +3,15 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import postgres from "postgres";
+import pg from "pg";
 
 export interface TemporaryPostgres {
   /** Superuser URL of the `postgres` database on loopback. */
   readonly url: string;
+  /** Shuts the server down and removes its data. */
   stop(): Promise<void>;
+  /** Shuts the server down (fast: connections are cut) and starts it again, same data and port. */
+  restart(): Promise<void>;
 }
 
 const SERVER_ROOT = "/usr/lib/postgresql";
@@ -41,6 +44,33 @@ export async function startTemporaryPostgres(): Promise<TemporaryPostgres> {
   execFileSync(initdb.cmd, initdb.args, { stdio: "pipe" });
 
   const port = await findFreePort();
+  const url = `postgres://cubicle@127.0.0.1:${port}/postgres`;
+  let server = await launch(run, dataDir, port, url).catch((error: unknown) => {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
+  const stop = async () => {
+    await server.shutDown();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  const restart = async () => {
+    await server.shutDown();
+    server = await launch(run, dataDir, port, url);
+  };
+  return { url, stop, restart };
+}
+
+interface RunningServer {
+  /** A fast shutdown: open connections are cut, what was committed stays. */
+  shutDown(): Promise<void>;
+}
+
+async function launch(
+  run: (program: string, args: string[]) => { cmd: string; args: string[] },
+  dataDir: string,
+  port: number,
+  url: string,
+): Promise<RunningServer> {
   const server = run("postgres", [
     "-D",
     dataDir,
@@ -65,32 +95,30 @@ export async function startTemporaryPostgres(): Promise<TemporaryPostgres> {
     log = (log + chunk.toString()).slice(-4000);
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = `postgres://cubicle@127.0.0.1:${port}/postgres`;
-
   // runuser does not pass SIGINT on, so the postmaster itself is told to do a fast shutdown.
-  const stop = async () => {
+  const shutDown = async () => {
     if (child.exitCode === null) {
       const postmasterPid = readPostmasterPid(dataDir);
       if (postmasterPid) process.kill(postmasterPid, "SIGINT");
       else child.kill("SIGKILL");
     }
     await exited;
-    rmSync(dataDir, { recursive: true, force: true });
   };
   try {
     await waitUntilAccepting(url, () => child.exitCode !== null);
   } catch (error) {
-    await stop();
+    await shutDown();
     throw new Error(`temporary Postgres did not start: ${String(error)}\n${log}`);
   }
-  return { url, stop };
+  return { shutDown };
 }
 
 /** A fresh, empty database on the server, so that every test file starts from nothing. */
 export async function createEmptyDatabase(serverUrl: string, name: string): Promise<string> {
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  const admin = new pg.Client({ connectionString: serverUrl });
   try {
-    await admin.unsafe(`create database "${name.replace(/[^a-z0-9_]/g, "_")}"`);
+    await admin.connect();
+    await admin.query(`create database "${name.replace(/[^a-z0-9_]/g, "_")}"`);
   } finally {
     await admin.end();
   }
@@ -133,9 +161,12 @@ async function waitUntilAccepting(url: string, hasExited: () => boolean): Promis
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (hasExited()) throw new Error("the server process exited");
-    const client = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+    // a server still starting up may cut the connection; connect() or query() reports it
+    client.on("error", () => {});
     try {
-      await client`select 1`;
+      await client.connect();
+      await client.query("select 1");
       return;
     } catch (error) {
       if (Date.now() > deadline) throw error;
