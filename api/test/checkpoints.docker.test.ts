@@ -1,21 +1,22 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { findFreePort } from "@cubicle/db/testing";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { machineOfRecord } from "../src/computers/repository.ts";
 import { checkpointsOn } from "./support/checkpoints.ts";
 import { destroyMachines } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { expectStatus, type TestApi } from "./support/harness.ts";
 import { filesOf } from "./support/homes.ts";
 import { createBot, type OpenedSession, problem, SessionClient } from "./support/sessions.ts";
 import { type LoginSite, startLoginSite } from "./support/site-for-computers.ts";
-import { SupervisorProcess, TEST_COMPUTERS_NETWORK } from "./support/supervisor-process.ts";
+import {
+  type SupervisorProcess,
+  startApiOnSupervisor,
+  TEST_COMPUTERS_NETWORK,
+} from "./support/supervisor-process.ts";
 import { until } from "./support/until.ts";
 import { buildWorld, type World } from "./support/world.ts";
 
@@ -40,14 +41,7 @@ const c = checkpointsOn(
 );
 
 beforeAll(async () => {
-  supervisor = new SupervisorProcess(await findFreePort());
-  await supervisor.start();
-  t = await startTestApi({
-    SANDBOX_PROVIDER: "docker",
-    SANDBOX_SUPERVISOR_URL: supervisor.url,
-    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
-    CHECKPOINT_DIR: checkpointDir,
-  });
+  ({ supervisor, t } = await startApiOnSupervisor({ CHECKPOINT_DIR: checkpointDir }));
   w = await buildWorld(t, "docker-checkpoints");
   site = await startLoginSite(TEST_COMPUTERS_NETWORK, BRIDGE);
 }, SLOW);

@@ -12,11 +12,9 @@ const HealthSchema = z
     }),
     version: z.string(),
     db: z.enum(["ok", "error"]),
-    provider: z
-      .enum(["ok", "error", "unknown"])
-      .openapi({
-        description: "Whether the provider in effect answers (unknown while the database is down).",
-      }),
+    provider: z.enum(["ok", "error", "unknown"]).openapi({
+      description: "Whether the provider in effect answers (unknown while the database is down).",
+    }),
     providerProblem: z
       .string()
       .nullable()

@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { findFreePort } from "@cubicle/db/testing";
+import { startTestApi, type TestApi } from "./harness.ts";
 import { until } from "./until.ts";
 
 /** The network the Docker computers of api tests join (the supervisor's default is another). */
@@ -24,6 +26,13 @@ export class SupervisorProcess {
   /** The host folder of a computer's home (the supervisor's DATA_DIR/homes/<homeKey>). */
   homeDir(homeKey: string): string {
     return join(this.dataDir, "homes", homeKey);
+  }
+
+  /** Upload temporaries anywhere in a home, as the host sees it: an upload that left one behind. */
+  uploadLeftovers(homeKey: string): string[] {
+    return readdirSync(this.homeDir(homeKey), { recursive: true, encoding: "utf8" }).filter((path) =>
+      path.split("/").at(-1)?.startsWith(".cubicle-upload-"),
+    );
   }
 
   async start(): Promise<void> {
@@ -78,4 +87,19 @@ export class SupervisorProcess {
     await this.stop();
     rmSync(this.dataDir, { recursive: true, force: true });
   }
+}
+
+/** A real supervisor process on a free port, and an api running its computers on it (`env` added). */
+export async function startApiOnSupervisor(
+  env: Record<string, string> = {},
+): Promise<{ supervisor: SupervisorProcess; t: TestApi }> {
+  const supervisor = new SupervisorProcess(await findFreePort());
+  await supervisor.start();
+  const t = await startTestApi({
+    SANDBOX_PROVIDER: "docker",
+    SANDBOX_SUPERVISOR_URL: supervisor.url,
+    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
+    ...env,
+  });
+  return { supervisor, t };
 }

@@ -7,14 +7,14 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readdirSync } from "node:fs";
-import { join } from "node:path";
-import { findFreePort } from "@cubicle/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { destroyMachines } from "../../../api/test/support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "../../../api/test/support/harness.ts";
+import { expectStatus, type TestApi } from "../../../api/test/support/harness.ts";
 import { createBot, type OpenedSession, problem, SessionClient } from "../../../api/test/support/sessions.ts";
-import { SupervisorProcess } from "../../../api/test/support/supervisor-process.ts";
+import {
+  type SupervisorProcess,
+  startApiOnSupervisor,
+} from "../../../api/test/support/supervisor-process.ts";
 import { until } from "../../../api/test/support/until.ts";
 import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { tally } from "../../src/tally.ts";
@@ -28,14 +28,7 @@ let t: TestApi;
 let w: World;
 
 beforeAll(async () => {
-  supervisor = new SupervisorProcess(await findFreePort());
-  await supervisor.start();
-  t = await startTestApi({
-    SANDBOX_PROVIDER: "docker",
-    SANDBOX_SUPERVISOR_URL: supervisor.url,
-    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
-    SANDBOX_RECONCILE_MS: "1000",
-  });
+  ({ supervisor, t } = await startApiOnSupervisor({ SANDBOX_RECONCILE_MS: "1000" }));
   w = await buildWorld(t, "docker-faults");
 }, SLOW);
 
@@ -51,13 +44,6 @@ const sessions = () => new SessionClient({ client: w.people.owner }, w.workspace
 const sha = (text: string) => createHash("sha256").update(text).digest("hex");
 /** A file of the upload's full size whose every byte says which version it is. */
 const version = (mark: string) => mark.repeat(UPLOAD_BYTES);
-
-/** Upload temporaries anywhere in the home, as the host sees it. */
-function uploadLeftovers(homeKey: string): string[] {
-  return readdirSync(supervisor.homeDir(homeKey), { recursive: true, encoding: "utf8" }).filter((path) =>
-    path.split("/").at(-1)?.startsWith(".cubicle-upload-"),
-  );
-}
 
 async function containerOf(computerId: string): Promise<string> {
   const row = await t.database.db
@@ -95,7 +81,7 @@ async function faultDuringUpload(
 ) {
   const answer = upload();
   await until("the upload to be written into the computer", async () =>
-    uploadLeftovers(homeKey).length > 0 ? true : undefined,
+    supervisor.uploadLeftovers(homeKey).length > 0 ? true : undefined,
   );
   fault();
   return answer;
@@ -119,132 +105,124 @@ describe("faults around a Docker computer", () => {
     expectStatus(await sessions().write(s, "kept.txt", version("a")), 204);
   }, SLOW);
 
-  it(
-    "the computer killed mid-upload: the file is whole, no temporary file is left, the session goes on",
-    { timeout: SLOW },
-    async (context) => {
-      const faults = tally(context, "faults");
-      const container = await containerOf(bot.computerId);
-      faults.tried();
-      const answer = await faultDuringUpload(
-        bot.id,
-        () => sessions().write(s, "kept.txt", version("b")),
-        () => execFileSync("docker", ["kill", container], { stdio: "ignore" }),
-      );
-      // the session's tool call finds the computer gone, starts it again and writes once more
-      expect(answer.status).toBe(204);
+  it("the computer killed mid-upload: the file is whole, no temporary file is left, the session goes on", {
+    timeout: SLOW,
+  }, async (context) => {
+    const faults = tally(context, "faults");
+    const container = await containerOf(bot.computerId);
+    faults.tried();
+    const answer = await faultDuringUpload(
+      bot.id,
+      () => sessions().write(s, "kept.txt", version("b")),
+      () => execFileSync("docker", ["kill", container], { stdio: "ignore" }),
+    );
+    // the session's tool call finds the computer gone, starts it again and writes once more
+    expect(answer.status).toBe(204);
+    faults.refused();
+    const lost = [await versionOf(s, "kept.txt", ["b"])].filter((found) => found !== "b");
+    lost.push(...supervisor.uploadLeftovers(bot.id).map((path) => `leftover ${path}`));
+    faults.lost(lost);
+    expect(await stateOf(bot.computerId)).toBe("running");
+  });
+
+  it("the computer killed while idle: the api shows it stopped within a round, audited, and it starts again whole", {
+    timeout: SLOW,
+  }, async (context) => {
+    const faults = tally(context, "faults");
+    const container = await containerOf(bot.computerId);
+    const before = (await auditActions(bot.computerId)).length;
+    faults.tried();
+    execFileSync("docker", ["kill", container], { stdio: "ignore" });
+    await until("the api to see the computer stopped", async () =>
+      (await stateOf(bot.computerId)) === "stopped" ? true : undefined,
+    );
+    const reconciled = (await auditActions(bot.computerId))
+      .slice(before)
+      .filter((event) => event.action === "computer.stopped" && event.data.reason === "found-stopped");
+    expect(reconciled).toHaveLength(1);
+    expect(reconciled[0]?.data).toMatchObject({ from: "running", state: "stopped" });
+    faults.refused();
+    // the open session's next call starts it again, with the home as it was
+    faults.lost([await versionOf(s, "kept.txt", ["b"])].filter((found) => found !== "b"));
+    expect(await stateOf(bot.computerId)).toBe("running");
+  });
+
+  it("the supervisor killed mid-upload and mid-command: each ends with a clear problem, nothing is lost, all works once it is back", {
+    timeout: SLOW,
+  }, async (context) => {
+    const faults = tally(context, "faults");
+    faults.tried();
+    const upload = await faultDuringUpload(
+      bot.id,
+      () => sessions().write(s, "kept.txt", version("c")),
+      () => void supervisor.kill9(),
+    );
+    problem(upload as never, 503, "PROVIDER_UNAVAILABLE");
+    faults.refused();
+    await supervisor.start();
+
+    faults.tried();
+    const command = sessions().shell(s, { command: "echo started; sleep 20; echo finished" });
+    await new Promise((done) => setTimeout(done, 3_000));
+    await supervisor.kill9();
+    const { exit, stdout, events } = await command;
+    expect(stdout).not.toContain("finished");
+    expect(exit).toBeUndefined();
+    expect(events.at(-1)).toMatchObject({ type: "error", code: "PROVIDER_UNAVAILABLE" });
+    faults.refused();
+    await supervisor.start();
+
+    const lost = [await versionOf(s, "kept.txt", ["b", "c"])].filter(
+      (found) => found !== "b" && found !== "c",
+    );
+    lost.push(...supervisor.uploadLeftovers(bot.id).map((path) => `leftover ${path}`));
+    const written = (await auditActions(s.sessionId)).filter(
+      (event) => event.action === "session.file_written",
+    );
+    if (written.length === 0) lost.push("the session's audit trail of file writes");
+    faults.lost(lost);
+    const again = await sessions().shell(s, { command: "echo again" });
+    expect(again.stdout).toBe("again\n");
+  });
+
+  it("the supervisor frozen for 30 s: heartbeats keep the session, tool calls answer 503 quickly, health says degraded, all works after", {
+    timeout: SLOW,
+  }, async (context) => {
+    const faults = tally(context, "faults");
+    faults.tried();
+    supervisor.signal("SIGSTOP");
+    try {
+      const frozenUntil = Date.now() + 30_000;
+      const started = Date.now();
+      const listing = await sessions().list(s);
+      problem(listing, 503, "PROVIDER_UNAVAILABLE");
+      expect(listing.headers.get("retry-after")).toBe("5");
+      // answered by the supervisor client's liveness watch, not after the freeze
+      expect(Date.now() - started).toBeLessThan(20_000);
       faults.refused();
-      const lost = [await versionOf(s, "kept.txt", ["b"])].filter((found) => found !== "b");
-      lost.push(...uploadLeftovers(bot.id).map((path) => `leftover ${path}`));
-      faults.lost(lost);
-      expect(await stateOf(bot.computerId)).toBe("running");
-    },
-  );
-
-  it(
-    "the computer killed while idle: the api shows it stopped within a round, audited, and it starts again whole",
-    { timeout: SLOW },
-    async (context) => {
-      const faults = tally(context, "faults");
-      const container = await containerOf(bot.computerId);
-      const before = (await auditActions(bot.computerId)).length;
-      faults.tried();
-      execFileSync("docker", ["kill", container], { stdio: "ignore" });
-      await until("the api to see the computer stopped", async () =>
-        (await stateOf(bot.computerId)) === "stopped" ? true : undefined,
-      );
-      const reconciled = (await auditActions(bot.computerId))
-        .slice(before)
-        .filter((event) => event.action === "computer.stopped" && event.data.reason === "found-stopped");
-      expect(reconciled).toHaveLength(1);
-      expect(reconciled[0]?.data).toMatchObject({ from: "running", state: "stopped" });
-      faults.refused();
-      // the open session's next call starts it again, with the home as it was
-      faults.lost([await versionOf(s, "kept.txt", ["b"])].filter((found) => found !== "b"));
-      expect(await stateOf(bot.computerId)).toBe("running");
-    },
-  );
-
-  it(
-    "the supervisor killed mid-upload and mid-command: each ends with a clear problem, nothing is lost, all works once it is back",
-    { timeout: SLOW },
-    async (context) => {
-      const faults = tally(context, "faults");
-      faults.tried();
-      const upload = await faultDuringUpload(
-        bot.id,
-        () => sessions().write(s, "kept.txt", version("c")),
-        () => void supervisor.kill9(),
-      );
-      problem(upload as never, 503, "PROVIDER_UNAVAILABLE");
-      faults.refused();
-      await supervisor.start();
-
-      faults.tried();
-      const command = sessions().shell(s, { command: "echo started; sleep 20; echo finished" });
-      await new Promise((done) => setTimeout(done, 3_000));
-      await supervisor.kill9();
-      const { exit, stdout, events } = await command;
-      expect(stdout).not.toContain("finished");
-      expect(exit).toBeUndefined();
-      expect(events.at(-1)).toMatchObject({ type: "error", code: "PROVIDER_UNAVAILABLE" });
-      faults.refused();
-      await supervisor.start();
-
-      const lost = [await versionOf(s, "kept.txt", ["b", "c"])].filter(
-        (found) => found !== "b" && found !== "c",
-      );
-      lost.push(...uploadLeftovers(bot.id).map((path) => `leftover ${path}`));
-      const written = (await auditActions(s.sessionId)).filter(
-        (event) => event.action === "session.file_written",
-      );
-      if (written.length === 0) lost.push("the session's audit trail of file writes");
-      faults.lost(lost);
-      const again = await sessions().shell(s, { command: "echo again" });
-      expect(again.stdout).toBe("again\n");
-    },
-  );
-
-  it(
-    "the supervisor frozen for 30 s: heartbeats keep the session, tool calls answer 503 quickly, health says degraded, all works after",
-    { timeout: SLOW },
-    async (context) => {
-      const faults = tally(context, "faults");
-      faults.tried();
-      supervisor.signal("SIGSTOP");
-      try {
-        const frozenUntil = Date.now() + 30_000;
-        const started = Date.now();
-        const listing = await sessions().list(s);
-        problem(listing, 503, "PROVIDER_UNAVAILABLE");
-        expect(listing.headers.get("retry-after")).toBe("5");
-        // answered by the supervisor client's liveness watch, not after the freeze
-        expect(Date.now() - started).toBeLessThan(20_000);
-        faults.refused();
-        const health = expectStatus(await t.client().get("/health"), 200).json;
-        expect(health).toMatchObject({ status: "degraded", provider: "error" });
-        while (Date.now() < frozenUntil) {
-          faults.tried();
-          expectStatus(await sessions().heartbeat(s), 200);
-          await new Promise((done) => setTimeout(done, 5_000));
-        }
-      } finally {
-        supervisor.signal("SIGCONT");
+      const health = expectStatus(await t.client().get("/health"), 200).json;
+      expect(health).toMatchObject({ status: "degraded", provider: "error" });
+      while (Date.now() < frozenUntil) {
+        faults.tried();
+        expectStatus(await sessions().heartbeat(s), 200);
+        await new Promise((done) => setTimeout(done, 5_000));
       }
-      const lost: string[] = [];
-      const open = await t.database.db
-        .selectFrom("execution_leases")
-        .select("status")
-        .where("id", "=", s.sessionId)
-        .executeTakeFirst();
-      if (open?.status !== "open") lost.push("the session");
-      lost.push(
-        ...[await versionOf(s, "kept.txt", ["b", "c"])].filter((found) => found !== "b" && found !== "c"),
-      );
-      faults.lost(lost);
-      await until("health to say ok again", async () =>
-        expectStatus(await t.client().get("/health"), 200).json.status === "ok" ? true : undefined,
-      );
-    },
-  );
+    } finally {
+      supervisor.signal("SIGCONT");
+    }
+    const lost: string[] = [];
+    const open = await t.database.db
+      .selectFrom("execution_leases")
+      .select("status")
+      .where("id", "=", s.sessionId)
+      .executeTakeFirst();
+    if (open?.status !== "open") lost.push("the session");
+    lost.push(
+      ...[await versionOf(s, "kept.txt", ["b", "c"])].filter((found) => found !== "b" && found !== "c"),
+    );
+    faults.lost(lost);
+    await until("health to say ok again", async () =>
+      expectStatus(await t.client().get("/health"), 200).json.status === "ok" ? true : undefined,
+    );
+  });
 });
