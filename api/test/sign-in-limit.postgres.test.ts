@@ -1,10 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { createTestDatabaseUrl, findFreePort } from "@cubicle/db/testing";
+import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ApiProcess, startApiProcess } from "./support/api-process.ts";
 import { TRUSTED_ORIGIN } from "./support/harness.ts";
 import { requestFrom } from "./support/peer.ts";
 
@@ -12,35 +9,7 @@ import { requestFrom } from "./support/peer.ts";
  * Two api processes of one production deployment on one Postgres database. Each is its own
  * process, as replicas are: a limit kept in one process's memory would give each its own tries.
  */
-const apiMain = resolve(import.meta.dirname, "..", "src", "main.ts");
-const replicas: { url: string; child: ChildProcess; output: () => string }[] = [];
-const dataDirs: string[] = [];
-
-async function startReplica(shared: Record<string, string>) {
-  const port = await findFreePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "cubicle-sign-in-limit-"));
-  dataDirs.push(dataDir);
-  const child = spawn(process.execPath, ["--import", "tsx", apiMain], {
-    env: { PATH: process.env.PATH ?? "", ...shared, PORT: String(port), DATA_DIR: dataDir },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const url = `http://127.0.0.1:${port}`;
-  replicas.push({ url, child, output: () => output });
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
-    if (child.exitCode !== null) throw new Error(`replica exited (${child.exitCode}):\n${output}`);
-    const health = await fetch(`${url}/health`).catch(() => undefined);
-    if (health?.ok) return url;
-    await new Promise((done) => setTimeout(done, 200));
-  }
-  throw new Error(`replica did not answer:\n${output}`);
-}
+const replicas: ApiProcess[] = [];
 
 beforeAll(async () => {
   const shared = {
@@ -55,22 +24,12 @@ beforeAll(async () => {
     TRUSTED_ORIGINS: TRUSTED_ORIGIN,
   };
   // One after the other: both would otherwise migrate the empty database at once.
-  await startReplica(shared);
-  await startReplica(shared);
+  replicas.push(await startApiProcess(shared));
+  replicas.push(await startApiProcess(shared));
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(
-    replicas.map(
-      ({ child }) =>
-        new Promise<void>((done) => {
-          if (child.exitCode !== null) return done();
-          child.once("exit", () => done());
-          child.kill("SIGTERM");
-        }),
-    ),
-  );
-  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+  await Promise.all(replicas.map((replica) => replica.close()));
 });
 
 describe("two api replicas on one Postgres", () => {

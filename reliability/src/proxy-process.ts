@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
@@ -17,24 +18,40 @@ export interface ProxyMemory {
 
 export interface ProxyProcess {
   url: string;
+  port: number;
   pid: number;
   /** Collects garbage in the proxy, then weighs it. */
   memory(): Promise<ProxyMemory>;
   /** The proxy's /health body (its open socket counts). */
   health(): Promise<{ ok: boolean; sockets: { view: number; control: number }; accessChanges: string }>;
+  /** How many sockets the proxy has refused, by the reason it counted (outside, all are a bare 404). */
+  refusals(): Promise<Map<string, number>>;
   output(): string;
+  /** Sends `signal` and resolves once the process is gone. */
+  kill(signal: NodeJS.Signals): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
  * The screen proxy as its own process, as production runs it (its main, its environment), so that
- * its memory is its own and not shared with the test runner's or the api's.
+ * its memory is its own and not shared with the test runner's or the api's. `port` starts it where
+ * one that died listened, as a restarted proxy behind the same public address is.
  */
-export async function startProxyProcess(env: Record<string, string>): Promise<ProxyProcess> {
-  const port = await findFreePort();
+export async function startProxyProcess(
+  env: Record<string, string>,
+  options: { port?: number } = {},
+): Promise<ProxyProcess> {
+  const port = options.port ?? (await findFreePort());
+  const metricsToken = env.METRICS_TOKEN ?? randomBytes(32).toString("base64url");
   const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", PROXY_MAIN], {
     cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "silent", ...env, PROXY_PORT: String(port) },
+    env: {
+      PATH: process.env.PATH ?? "",
+      LOG_LEVEL: "silent",
+      ...env,
+      METRICS_TOKEN: metricsToken,
+      PROXY_PORT: String(port),
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -57,9 +74,18 @@ export async function startProxyProcess(env: Record<string, string>): Promise<Pr
   const url = `http://127.0.0.1:${port}`;
   const proxy: ProxyProcess = {
     url,
+    port,
     pid: child.pid ?? 0,
     output: () => output,
     health: async () => (await fetch(`${url}/health`)).json(),
+    refusals: async () => {
+      const response = await fetch(`${url}/metrics`, {
+        headers: { authorization: `Bearer ${metricsToken}` },
+      });
+      const text = await response.text();
+      const counted = /^cubicle_proxy_refusals_total\{reason="([^"]+)"\} (\d+)$/gm;
+      return new Map([...text.matchAll(counted)].map(([, reason, n]) => [reason ?? "", Number(n)]));
+    },
     memory: async () => {
       const collected = new Promise<NodeJS.MemoryUsage>((resolve) => {
         const listener = (line: string) => {
@@ -73,7 +99,8 @@ export async function startProxyProcess(env: Record<string, string>): Promise<Pr
       const usage = await collected;
       return { rss: residentBytes(child), heapUsed: usage.heapUsed, external: usage.external };
     },
-    close: () => stop(child),
+    kill: (signal) => stop(child, signal),
+    close: () => stop(child, "SIGTERM"),
   };
   try {
     await waitForHealth(proxy, child);
@@ -108,10 +135,10 @@ async function waitForHealth(proxy: ProxyProcess, child: ChildProcess): Promise<
   throw new Error(`the proxy did not start within ${STARTUP_TIMEOUT_MS / 1000} s:\n${proxy.output()}`);
 }
 
-function stop(child: ChildProcess): Promise<void> {
+function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((done) => {
     child.once("exit", () => done());
-    child.kill("SIGTERM");
+    child.kill(signal);
   });
 }

@@ -130,13 +130,16 @@ async function recordChange(
 
 /**
  * Ends every lease whose time ran out (of one screen, or all): a single UPDATE, so when several
- * replicas run this at once each lease is ended, audited and announced exactly once.
+ * replicas run this at once each lease is ended, audited and announced exactly once. The UPDATE
+ * and its records commit together (in the caller's transaction, or one of its own): a replica
+ * killed between them would leave leases ended with no record and no announcement, for good.
  */
 export async function expireDue(
   store: LeaseStore,
   db: Kysely<Database> = store.database.db,
   screen?: { computerId: string; screen: number },
 ): Promise<ControlLease[]> {
+  if (!db.isTransaction) return db.transaction().execute((trx) => expireDue(store, trx, screen));
   let query = db
     .updateTable("control_leases")
     .set({ released_at: sql`now()`, release_reason: "expired" })
@@ -155,12 +158,14 @@ const CONTROLLING_ROLES = WORKSPACE_ROLES.filter((role) => controlRefusal("user"
 /**
  * Ends, as revoked, every live lease whose holder may no longer control screens of its workspace
  * (removed from it, or given a role below member), so that its control server stops and the screen
- * is free again instead of staying held until the lease runs out. One UPDATE, like expireDue.
+ * is free again instead of staying held until the lease runs out. One UPDATE, committed with its
+ * records, like expireDue.
  */
 export async function revokeFormerControllers(
   store: LeaseStore,
   db: Kysely<Database> = store.database.db,
 ): Promise<ControlLease[]> {
+  if (!db.isTransaction) return db.transaction().execute((trx) => revokeFormerControllers(store, trx));
   const revoked = await db
     .updateTable("control_leases")
     .set({ released_at: sql`now()`, release_reason: "revoked" })

@@ -4,6 +4,9 @@ import type { Checkpoints } from "../checkpoints/checkpoints.ts";
 import type { PeriodicJob } from "../housekeeping/periodic-job.ts";
 import { expireDue } from "./leases.ts";
 
+/** Once a second: see sessionExpiryJob. */
+export const SESSION_EXPIRY_EVERY_MS = 1_000;
+
 /**
  * Marks expired the sessions that stopped heartbeating and frees their screens, audited as
  * `session.expired`. Opening a session does the same for its bot and computer on the spot, so
@@ -17,7 +20,7 @@ export function sessionExpiryJob(deps: {
 }): PeriodicJob {
   return {
     name: "session-lease-expiry",
-    everyMs: 1_000,
+    everyMs: SESSION_EXPIRY_EVERY_MS,
     async run() {
       for (const lease of await expireDue(deps))
         deps.checkpoints.afterSession({

@@ -126,13 +126,16 @@ async function record(
 /**
  * Marks expired every open session past its expiry (all of them, or those of one computer or
  * bot) and releases their screens, plus any screen lease that outlived its session. One UPDATE
- * claims each lease, so when replicas sweep at once each is expired and audited exactly once.
+ * claims each lease, so when replicas sweep at once each is expired and audited exactly once; it
+ * commits with the screens and records (in the caller's transaction, or one of its own), so a
+ * replica killed half-way leaves none of it done.
  */
 export async function expireDue(
   store: LeaseStore,
   db: Kysely<Database> = store.database.db,
   scope?: { computerId: string; botId: string },
 ): Promise<ExecutionLease[]> {
+  if (!db.isTransaction) return db.transaction().execute((trx) => expireDue(store, trx, scope));
   let query = db
     .updateTable("execution_leases")
     .set({ status: "expired", ended_at: sql`now()` })

@@ -12,9 +12,10 @@ export interface World {
 
 /**
  * A workspace with an owner, an admin, a member and a viewer (all joined by invitation), and an
- * outsider with a workspace of their own. Built through the public API only.
+ * outsider with a workspace of their own. Built through the public API only (of an api in this
+ * process or in its own).
  */
-export async function buildWorld(t: TestApi, tag: string): Promise<World> {
+export async function buildWorld(t: Pick<TestApi, "client">, tag: string): Promise<World> {
   const owner = t.client();
   expectStatus(await owner.signUp(`owner-${tag}@example.com`), 200);
   const workspace = expectStatus(await owner.post("/v1/workspaces", { name: `Team ${tag}` }), 201).json;
@@ -29,7 +30,13 @@ export async function buildWorld(t: TestApi, tag: string): Promise<World> {
   return { workspaceId: workspace.id, people, otherWorkspaceId: other.id };
 }
 
-export async function join(t: TestApi, inviter: TestClient, workspaceId: string, email: string, role: Role) {
+export async function join(
+  t: Pick<TestApi, "client">,
+  inviter: TestClient,
+  workspaceId: string,
+  email: string,
+  role: Role,
+) {
   const invitation = expectStatus(
     await inviter.post(`/v1/workspaces/${workspaceId}/invitations`, { email, role }),
     201,
