@@ -6,7 +6,7 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { machineOfRecord } from "../src/computers/repository.ts";
-import { checkpointsOn } from "./support/checkpoints.ts";
+import { checkpointsOn, manifestsOn, writeUnderWay } from "./support/checkpoints.ts";
 import { destroyMachines } from "./support/computers.ts";
 import { expectStatus, type TestApi } from "./support/harness.ts";
 import { filesOf } from "./support/homes.ts";
@@ -215,16 +215,7 @@ describe("checkpoints of Docker computers", () => {
       expect(big.exit?.code).toBe(0);
       const interrupted = c.owner().post(c.checkpoints(bot.computerId));
       // kill it once the store is busy writing this revision's content
-      await until(
-        "the checkpoint to be under way",
-        async () => {
-          const temps = existsSync(join(checkpointDir, "tmp")) ? readdirSync(join(checkpointDir, "tmp")) : [];
-          return temps.some((name) => readdirSync(join(checkpointDir, "tmp", name)).length > 0)
-            ? true
-            : undefined;
-        },
-        60_000,
-      );
+      await until("the checkpoint to be under way", async () => writeUnderWay(checkpointDir), 60_000);
       await supervisor.kill9();
       const answer = await interrupted;
       expect(answer.status).toBeGreaterThanOrEqual(500);
@@ -232,8 +223,7 @@ describe("checkpoints of Docker computers", () => {
 
       // the catalog and the store know only the previous revision
       expect((await c.list(bot.computerId)).map((r) => r.id)).toEqual([previous.id]);
-      const manifests = readdirSync(join(checkpointDir, "homes", bot.id, "revisions"));
-      expect(manifests).toEqual([`${previous.id}.json`]);
+      expect(manifestsOn(checkpointDir, bot.id)).toEqual([`${previous.id}.json`]);
       const failed = (await c.audits(bot.computerId, "checkpoint.failed")).at(-1);
       expect(failed?.data).toMatchObject({ reason: "manual" });
 

@@ -20,6 +20,8 @@ export const PROBLEM_STATUS = {
   NOT_A_FILE: 400,
   NOT_A_DIRECTORY: 400,
   FILE_TOO_LARGE: 413,
+  /** The computer's disk (its home's filesystem) has no space left for the write. */
+  DISK_FULL: 507,
   INVALID_ARCHIVE: 400,
   INVALID_ACTIONS: 400,
   HOME_UNAVAILABLE: 500,

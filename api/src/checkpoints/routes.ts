@@ -91,6 +91,7 @@ const createCheckpoint = defineRoute(
       201: json("Taken", CheckpointSchema),
       409: { description: "The computer has no machine (NO_MACHINE)" },
       502: PROVIDER_PROBLEMS[502],
+      507: { description: "The checkpoint store is full (CHECKPOINT_STORE_FULL); nothing was kept" },
       503: PROVIDER_PROBLEMS[503],
     },
   },

@@ -19,6 +19,7 @@ const PROVIDER_ERROR_STATUS = {
   PATH_OUTSIDE_HOME: 400,
   FILE_NOT_FOUND: 404,
   FILE_TOO_LARGE: 413,
+  DISK_FULL: 507,
   NOT_A_FILE: 400,
   NOT_A_DIRECTORY: 400,
   INVALID_PATH: 400,
@@ -50,6 +51,12 @@ export function toHttpProblem(error: unknown): HttpProblem | undefined {
         502,
         "CHECKPOINT_FAILED",
         `The computer's home could not be read whole: ${error.message}`,
+      );
+    if (error.code === "NO_SPACE")
+      return new HttpProblem(
+        507,
+        "CHECKPOINT_STORE_FULL",
+        `The checkpoint store has no space left; the revision was not kept: ${error.message}`,
       );
     return new HttpProblem(500, "CHECKPOINT_UNREADABLE", `The checkpoint store failed: ${error.message}`);
   }

@@ -120,6 +120,7 @@ const writeFile = defineRoute(ADMIN, {
     204: { description: "Written" },
     409: STOPPED_409,
     413: { description: "The body is too large" },
+    507: { description: "The computer's disk is full (DISK_FULL): delete files in it and try again" },
   },
 });
 

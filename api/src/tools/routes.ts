@@ -258,6 +258,7 @@ const writeFile = defineRoute(MEMBER, {
     204: { description: "Written" },
     409: STALE_409,
     413: { description: "The body is too large" },
+    507: { description: "The computer's disk is full (DISK_FULL): delete files in it and try again" },
   },
 });
 

@@ -1,3 +1,5 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import type { Computer } from "@cubicle/db";
 import { expect } from "vitest";
 import { machineOfRecord } from "../../src/computers/repository.ts";
@@ -43,6 +45,12 @@ export function checkpointsOn(api: () => TestApi, world: () => World) {
         await owner().post(`${checkpoints(computerId)}/${checkpointId}/restore`, { into }),
         200,
       ).json;
+    },
+    /** Closes the computer's browsers: a checkpoint then has none to wait for while a session is open. */
+    async closeBrowsers(computerId: string) {
+      const machine = await machineOfRecord(api().api.deps, await computerRow(computerId));
+      if (!machine) throw new Error("the computer has no machine");
+      await machine.provider.closeBrowsers(machine.ref);
     },
     /** The home as the provider holds it now: path → entry. */
     async home(computerId: string) {
@@ -94,4 +102,17 @@ export function checkpointsOn(api: () => TestApi, world: () => World) {
         .orderBy("id")
         .execute(),
   };
+}
+
+/** Whether the store under `checkpointDir` is writing a revision's content right now. */
+export function writeUnderWay(checkpointDir: string): true | undefined {
+  const tmp = join(checkpointDir, "tmp");
+  const temps = existsSync(tmp) ? readdirSync(tmp) : [];
+  return temps.some((name) => readdirSync(join(tmp, name)).length > 0) ? true : undefined;
+}
+
+/** The manifest files the store holds for a home: the revisions it could restore. */
+export function manifestsOn(checkpointDir: string, homeKey: string): string[] {
+  const revisions = join(checkpointDir, "homes", homeKey, "revisions");
+  return existsSync(revisions) ? readdirSync(revisions).sort() : [];
 }

@@ -11,6 +11,8 @@ export const PROVIDER_ERROR_CODES = [
   "PATH_OUTSIDE_HOME",
   "FILE_NOT_FOUND",
   "FILE_TOO_LARGE",
+  /** The computer's disk is full: free space in it (delete files) and try again. */
+  "DISK_FULL",
   "NOT_A_FILE",
   "NOT_A_DIRECTORY",
   "INVALID_PATH",

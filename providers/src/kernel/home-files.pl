@@ -10,11 +10,12 @@
 # `sweep` removes upload temporaries left by writers that died (see sweep_uploads).
 # `untar` is the exception: it makes a folder and extracts the tar on stdin into it, saying nothing.
 # Otherwise the first stdout line is a verdict (ok, file <size>, outside, missing, notdir, notfile, toolarge);
+# `write` ends with a second one: done, or nospace when the disk (or the user's quota) is full;
 # what follows is NUL-separated fields, or a file's bytes.
 use strict;
 use warnings;
 use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_EXCL O_NOFOLLOW O_DIRECTORY O_NONBLOCK S_ISDIR S_ISREG S_ISLNK :flock);
-use POSIX qw(EEXIST ELOOP ENOENT ENOTDIR EISDIR);
+use POSIX qw(EEXIST ELOOP ENOENT ENOTDIR EISDIR ENOSPC EDQUOT);
 
 my $MAX_LINKS = 40;
 # an upload's temporary file, beside its target until it is renamed over it
@@ -27,6 +28,19 @@ binmode STDIN;
 
 sub verdict { print "$_[0]\n"; exit 0 }
 sub at { '/proc/self/fd/' . fileno($_[0]) . "/$_[1]" }
+
+# An upload that cannot be written: its temporary file goes. A full disk is the caller's to hear
+# about by name, after the rest of the body is read, so the writer is not cut off mid-send.
+sub write_failed {
+  my ($parent, $temp) = @_;
+  my $why = $!;
+  unlink at($parent, $temp);
+  if ($why == ENOSPC || $why == EDQUOT) {
+    1 while read(STDIN, my $skip, 65536);
+    verdict('nospace');
+  }
+  die "write failed: $why\n";
+}
 
 sub open_dir {
   my ($path) = @_;
@@ -194,7 +208,7 @@ if ($op eq 'list' || $op eq 'open') {
   while ($left > 0) {
     my $got = read(STDIN, my $buffer, $left < 65536 ? $left : 65536);
     if (!$got) { unlink at($parent, $temp); die "the body ended early\n" }
-    print {$out} $buffer or do { unlink at($parent, $temp); die "write failed: $!\n" };
+    print {$out} $buffer or write_failed($parent, $temp);
     $left -= $got;
   }
   # one more byte, sent only once the body was seen to end at exactly `$size`: a longer body must
@@ -204,7 +218,7 @@ if ($op eq 'list' || $op eq 'open') {
   if ($end ne "\n") { unlink at($parent, $temp); die "the body did not end where announced\n" }
   # the umask must not decide the mode
   chmod oct($mode), $out;
-  close $out or do { unlink at($parent, $temp); die "write failed: $!\n" };
+  close $out or write_failed($parent, $temp);
   # rename never follows the name it replaces: a symlink put there meanwhile is replaced itself
   rename at($parent, $temp), at($parent, $name) or do {
     my $why = $!;

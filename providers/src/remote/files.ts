@@ -33,6 +33,8 @@ function verdictError(verdict: string, relative: string, maxBytes = 0): Provider
       return new ProviderError("NOT_A_DIRECTORY", `not a folder: ${shown}`);
     case "notfile":
       return new ProviderError("NOT_A_FILE", `not a file: ${shown}`);
+    case "nospace":
+      return new ProviderError("DISK_FULL", `no space left on the computer's disk to write ${shown}`);
     default:
       return new ProviderError("PROVIDER_FAILURE", `unexpected answer "${verdict}" for ${shown}`);
   }

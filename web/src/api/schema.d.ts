@@ -3542,6 +3542,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description The computer's disk is full (DISK_FULL): delete files in it and try again */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         post?: never;
@@ -3707,6 +3716,15 @@ export interface paths {
                 };
                 /** @description Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The checkpoint store is full (CHECKPOINT_STORE_FULL); nothing was kept */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5735,6 +5753,15 @@ export interface paths {
                 };
                 /** @description The body is too large */
                 413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The computer's disk is full (DISK_FULL): delete files in it and try again */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -185,15 +185,17 @@ export function createFileCheckpointStore(
         `unknown checkpoint reason ${JSON.stringify(reason)}`,
       );
     }
-    await fs.mkdir(tmpDir, { recursive: true });
-    await removeStaleTemps().catch(() => undefined);
     const temp = join(tmpDir, `w-${process.pid}-${randomBytes(8).toString("hex")}`);
     activeTemps.add(temp);
     try {
+      await fs.mkdir(tmpDir, { recursive: true });
+      await removeStaleTemps().catch(() => undefined);
       await fs.mkdir(temp);
       return await lock.shared(() =>
         writeRevision(temp, { homeKey, workspaceId, parentId, reason }, input.tar),
       );
+    } catch (error) {
+      throw noSpaceOr(error);
     } finally {
       await fs.rm(temp, { recursive: true, force: true }).catch(() => undefined);
       activeTemps.delete(temp);
@@ -356,7 +358,7 @@ export function createFileCheckpointStore(
       parser.destroy();
       await Promise.allSettled([...pending]);
       // storing an object failed: a storage error, not a bad archive
-      if (error instanceof CheckpointStoreError || error === failure) throw error;
+      if (error instanceof CheckpointStoreError || error === failure || isNoSpace(error)) throw error;
       throw new CheckpointStoreError(
         "INVALID_ARCHIVE",
         `the home archive could not be read: ${describe(error)}`,
@@ -603,6 +605,16 @@ export function createFileCheckpointStore(
   }
 
   return { rootDir: root, write, read, list, remove, collectGarbage };
+}
+
+const isNoSpace = (error: unknown) => ["ENOSPC", "EDQUOT"].includes(errorCode(error) ?? "");
+
+/** A full filesystem said as the store's own failure, not as the errno of whichever write met it. */
+function noSpaceOr(error: unknown): unknown {
+  if (!isNoSpace(error)) return error;
+  return new CheckpointStoreError("NO_SPACE", `no space left in the checkpoint store: ${describe(error)}`, {
+    cause: error,
+  });
 }
 
 function invalid(message: string): CheckpointStoreError {

@@ -46,7 +46,13 @@ export interface CheckpointStore {
   remove(homeKey: string, revisionIds: string[]): Promise<void>;
 }
 
-export type CheckpointStoreErrorCode = "INVALID_ARCHIVE" | "INVALID_ARGUMENT" | "NOT_FOUND" | "CORRUPT";
+export type CheckpointStoreErrorCode =
+  | "INVALID_ARCHIVE"
+  | "INVALID_ARGUMENT"
+  | "NOT_FOUND"
+  | "CORRUPT"
+  /** The store's filesystem is full (or its quota spent): nothing of the revision is kept. */
+  | "NO_SPACE";
 
 export class CheckpointStoreError extends Error {
   constructor(

@@ -18,7 +18,7 @@ const SMALL_OP_SECONDS = 60;
 /** The most a folder listing may send. */
 const MAX_LISTING_BYTES = 32 * 1024 * 1024;
 
-type Verdict = "ok" | "outside" | "missing" | "notdir" | "notfile" | "toolarge";
+type Verdict = "ok" | "outside" | "missing" | "notdir" | "notfile" | "toolarge" | "nospace";
 
 function problemFor(verdict: string, relative: string, maxBytes = 0): SupervisorProblem {
   const shown = relative || ".";
@@ -33,6 +33,8 @@ function problemFor(verdict: string, relative: string, maxBytes = 0): Supervisor
       return new SupervisorProblem("NOT_A_DIRECTORY", `not a folder: ${shown}`);
     case "notfile":
       return new SupervisorProblem("NOT_A_FILE", `not a file: ${shown}`);
+    case "nospace":
+      return new SupervisorProblem("DISK_FULL", `no space left on the computer's disk to write ${shown}`);
     default:
       return new SupervisorProblem("COMPUTER_FAILURE", `unexpected answer "${verdict}" for ${shown}`);
   }
