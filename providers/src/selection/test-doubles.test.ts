@@ -8,11 +8,13 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 
-/** Tests, test support, benchmarks and the type generator may use doubles; nothing else. */
+/** Tests, test support, the end-to-end and reliability suites, benchmarks and the type generator may use doubles; nothing else. */
 function isProductionSource(file: string): boolean {
   if (!/\.(ts|tsx|mjs|js)$/.test(file) || file.endsWith(".d.ts") || /\.test\.tsx?$/.test(file)) return false;
   if (/(^|\/)(test|testing)\//.test(file)) return false;
-  return !["bench/", "e2e/", "scripts/api-types.ts"].some((prefix) => file.startsWith(prefix));
+  return !["bench/", "e2e/", "reliability/", "scripts/api-types.ts"].some((prefix) =>
+    file.startsWith(prefix),
+  );
 }
 
 const IMPORT = /(?:from\s+|import\s*\(\s*)["']([^"']+)["']/g;
