@@ -70,7 +70,7 @@ describe("the Compose stack with computers at a vendor", () => {
   );
 
   it(
-    "runs with SANDBOX_PROVIDER=e2b: /health says e2b whatever the key, the doctor proves it and names a wrong one",
+    "runs with SANDBOX_PROVIDER=e2b: /health says e2b whatever the key (degraded with a wrong one), the doctor proves it and names a wrong one",
     async () => {
       const e2b = await startE2bEmulator({ instance, host: GATEWAY });
       closers.push(() => e2b.close({ removeSandboxes: true }));
@@ -83,7 +83,10 @@ describe("the Compose stack with computers at a vendor", () => {
       expect(good.code, good.output).toBe(0);
 
       await stack.up({ ...vendor, E2B_API_KEY: `e2b_${randomBytes(20).toString("hex")}` });
-      expect(await health()).toMatchObject({ ok: true, configured: "e2b", sandbox: "e2b" });
+      // still e2b, and degraded: the vendor refuses the key
+      const refused = await health();
+      expect(refused).toMatchObject({ ok: false, status: "degraded", configured: "e2b", sandbox: "e2b" });
+      expect(refused.providerProblem).toMatch(/^PROVIDER_AUTH_FAILED: /);
       const wrong = await doctor();
       expect(wrong.output).toMatch(
         /✗ credential\s+e2b refused the api's call \(PROVIDER_AUTH_FAILED\): E2B refused the API key while listing sandboxes: check E2B_API_KEY/,
