@@ -6,7 +6,7 @@ import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy"
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { createComputer, machineFor } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { expectClosedWithinASecond, expectStillLive } from "./support/revocation.ts";
+import { expectClosedByTheChange, expectStillLive } from "./support/revocation.ts";
 import { openScreenSocket } from "./support/screen-socket.ts";
 import { buildWorld, join, type World } from "./support/world.ts";
 
@@ -84,7 +84,7 @@ describe("access taken away through one api replica", () => {
     const memberId = members.find((m: { userId: string }) => m.userId === leaving.userId).id;
     // removed through the second replica, which neither minted nor opened anything
     const admin = world.people.admin.at((replicas[1] as TestApi).api.url);
-    await expectClosedWithinASecond(sockets, async () => {
+    await expectClosedByTheChange(sockets, async () => {
       expectStatus(await admin.delete(`${workspace}/members/${memberId}`), 204);
     });
     await expectStillLive(staying);

@@ -7,28 +7,28 @@ export const ACCESS_REVOKED = 4004;
 export const CONTROL_ENDED = 4001;
 
 /**
- * Runs the change that takes access away, then expects each socket closed with 4004 (or one of
- * `codes`) within a second of the change's answer (the change has committed by then).
+ * How long a socket may take to close once access is gone. A bound on liveness, not a speed target
+ * (how fast revocation is belongs to bench/): nothing but the proxy hearing the change closes these
+ * sockets before their 15-minute idle timeout, so closing at all proves the change was heard.
  */
-export async function expectClosedWithinASecond(
+export const REVOCATION_PATIENCE_MS = 10_000;
+
+/** Runs the change that takes access away, then expects each socket closed with 4004 (or one of `codes`). */
+export async function expectClosedByTheChange(
   sockets: OpenedScreen[],
   change: () => Promise<void>,
   codes: number[] = [ACCESS_REVOKED],
 ) {
   await change();
-  const changed = Date.now();
   const closes = await Promise.all(
     sockets.map((socket) =>
       Promise.race([
-        socket.closed.then((code) => ({ code, after: Date.now() - changed })),
-        new Promise<{ code: "still open" }>((resolve) =>
-          setTimeout(() => resolve({ code: "still open" }), 3_000),
-        ),
+        socket.closed,
+        new Promise<string>((resolve) => setTimeout(() => resolve("still open"), REVOCATION_PATIENCE_MS)),
       ]),
     ),
   );
-  for (const close of closes) expect(codes).toContain(close.code);
-  for (const close of closes) if ("after" in close) expect(close.after).toBeLessThanOrEqual(1_000);
+  for (const code of closes) expect(codes).toContain(code);
 }
 
 /** Still relaying: after a second more, a fresh update still arrives. */

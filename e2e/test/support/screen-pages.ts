@@ -103,26 +103,23 @@ export async function expectPointerFollows(
   expect(moved.x).toBe(640);
 }
 
-/** Asserts the page's screen socket closed within a second of the control lease's release. */
-export async function expectClosedWithinASecondOfRelease(
-  page: Page,
-  t: TestApi,
-  leaseId: string,
-): Promise<void> {
+/**
+ * Asserts the page's screen socket closed after the control lease's release. Only the release closes
+ * it (the screen outlives the lease); how fast is for bench/, so the wait is generous.
+ */
+export async function expectClosedOnRelease(page: Page, t: TestApi, leaseId: string): Promise<void> {
   const { released_at: releasedAt } = await t.database.db
     .selectFrom("control_leases")
     .select("released_at")
     .where("id", "=", leaseId)
     .executeTakeFirstOrThrow();
-  const closedAt = await page.waitForFunction(
+  expect(releasedAt).not.toBeNull();
+  await page.waitForFunction(
     () =>
-      (window as unknown as { screenEvents: { name: string; at: number }[] }).screenEvents.find(
+      (window as unknown as { screenEvents: { name: string }[] }).screenEvents.some(
         (e) => e.name === "disconnect",
-      )?.at,
+      ),
     undefined,
-    { timeout: 5_000 },
-  );
-  expect(Number(await closedAt.jsonValue()) - new Date(releasedAt as Date).getTime()).toBeLessThanOrEqual(
-    1_000,
+    { timeout: 10_000 },
   );
 }
