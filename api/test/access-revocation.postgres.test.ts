@@ -4,7 +4,7 @@ import { type DatabaseHandle, openDatabase } from "@cubicle/db";
 import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { createComputer, machineFor } from "./support/computers.ts";
+import { createComputer, destroyMachine } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
 import { expectClosedByTheChange, expectStillLive } from "./support/revocation.ts";
 import { openScreenSocket } from "./support/screen-socket.ts";
@@ -54,8 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const proxy of proxies) await proxy.close();
   if (computer && replicas[0]) {
-    const { provider, ref } = await machineFor(replicas[0], computer);
-    await provider.destroy(ref);
+    await destroyMachine(replicas[0], computer);
   }
   for (const replica of replicas) await replica.close();
   for (const handle of handles) await handle.close();

@@ -4,7 +4,7 @@ import type { Computer } from "@cubicle/db";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { CapabilityKeyring, mintCapability } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer, machineFor } from "./support/computers.ts";
+import { createComputer, destroyMachine, machineFor } from "./support/computers.ts";
 import { expectStatus, startTestApi, type TestApi, type TestClient } from "./support/harness.ts";
 import {
   ACCESS_REVOKED,
@@ -49,8 +49,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const proxy of proxies) await proxy.close();
   if (computer) {
-    const { provider, ref } = await machineFor(t, computer);
-    await provider.destroy(ref);
+    await destroyMachine(t, computer);
   }
   await t?.close();
 });
@@ -221,8 +220,7 @@ describe("access taken away closes the sockets it opened, on every proxy replica
       });
       await expectStillLive(staying);
     } finally {
-      const { provider, ref } = await machineFor(t, elsewhere);
-      await provider.destroy(ref);
+      await destroyMachine(t, elsewhere);
     }
   });
 });

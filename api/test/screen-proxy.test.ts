@@ -3,7 +3,7 @@ import type { Computer } from "@cubicle/db";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { CapabilityKeyring, mintCapability } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer, machineFor } from "./support/computers.ts";
+import { createComputer, destroyMachine, machineFor } from "./support/computers.ts";
 import {
   expectStatus,
   startTestApi,
@@ -52,8 +52,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.close();
   if (computer) {
-    const { provider, ref } = await machineFor(t, computer);
-    await provider.destroy(ref);
+    await destroyMachine(t, computer);
   }
   await t?.close();
 });

@@ -54,6 +54,12 @@ export async function machineFor(t: TestApi, computer: Computer): Promise<Machin
   return { provider, ref: machineRefOf(computer, provider) };
 }
 
+/** Removes one computer's machine: a suite's cleanup of the computer it made. */
+export async function destroyMachine(t: TestApi, computer: Computer): Promise<void> {
+  const { provider, ref } = await machineFor(t, computer);
+  await provider.destroy(ref);
+}
+
 /** Removes the machine of every computer the api has a record of, best effort: a suite's cleanup. */
 export async function destroyMachines(t: TestApi): Promise<void> {
   for (const computer of await t.database.db.selectFrom("computers").selectAll().execute()) {

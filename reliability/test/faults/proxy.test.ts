@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { Computer } from "@cubicle/db";
 import { SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createComputer, machineFor } from "../../../api/test/support/computers.ts";
+import { createComputer, destroyMachine } from "../../../api/test/support/computers.ts";
 import {
   expectStatus,
   startTestApi,
@@ -48,8 +48,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.close();
   if (computer) {
-    const { provider, ref } = await machineFor(t, computer);
-    await provider.destroy(ref);
+    await destroyMachine(t, computer);
   }
   await t?.close();
 });

@@ -346,19 +346,7 @@ describe("hostile: capability tokens", () => {
     // Sealed consistently, as only a holder of the key could: ids no api would mint or take.
     const outOfRange = (name: string, grant: Partial<CapabilityGrant>) => async (): Promise<Case> => ({
       name,
-      protocols: offered(
-        (
-          await mintCapability(keyring(), {
-            subject: `user:${stack.world.people.viewer.userId}`,
-            workspaceId: stack.world.workspaceId,
-            computerId: stack.computer.id,
-            screen: 0,
-            mode: "view",
-            target: { kind: "vnc", host: "127.0.0.1", port: 5900, password: "x" },
-            ...grant,
-          })
-        ).token,
-      ),
+      protocols: offered((await mintCapability(keyring(), { ...stack.viewGrant(), ...grant })).token),
       reason: "claims",
     });
     const keyHolders = [
@@ -415,18 +403,7 @@ describe("hostile: capability tokens", () => {
       },
       {
         name: "a capability of another deployment",
-        protocols: offered(
-          (
-            await mintCapability(foreign, {
-              subject: `user:${stack.world.people.viewer.userId}`,
-              workspaceId: stack.world.workspaceId,
-              computerId: stack.computer.id,
-              screen: 0,
-              mode: "view",
-              target: { kind: "vnc", host: "127.0.0.1", port: 5900, password: "x" },
-            })
-          ).token,
-        ),
+        protocols: offered((await mintCapability(foreign, stack.viewGrant())).token),
         reason: "unknown-key",
       },
       {

@@ -27,16 +27,7 @@ beforeAll(async () => {
   // api seals the screen's own address into what it mints; this is the same grant for the
   // workspace's viewer, sealed with the shared key to the relay in front of that screen
   tappedToken = async () =>
-    (
-      await mintCapability(keyring, {
-        subject: `user:${stack.world.people.viewer.userId}`,
-        workspaceId: stack.world.workspaceId,
-        computerId: stack.computer.id,
-        screen: 0,
-        mode: "view",
-        target: { ...view, port: relay.port },
-      })
-    ).token;
+    (await mintCapability(keyring, stack.viewGrant({ ...view, port: relay.port }))).token;
 });
 
 afterAll(async () => {

@@ -1,8 +1,9 @@
 import { request } from "node:http";
 import type { Computer } from "@cubicle/db";
+import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { RunningProxy } from "@cubicle/proxy";
-import { SCREEN_PATH } from "@cubicle/proxy/capability";
-import { createComputer, machineFor } from "../../../../api/test/support/computers.ts";
+import { type CapabilityGrant, SCREEN_PATH } from "@cubicle/proxy/capability";
+import { createComputer, destroyMachine } from "../../../../api/test/support/computers.ts";
 import { expectStatus, type TestApi, TRUSTED_ORIGIN } from "../../../../api/test/support/harness.ts";
 import { openScreenSocket } from "../../../../api/test/support/screen-socket.ts";
 import { buildWorld, type World } from "../../../../api/test/support/world.ts";
@@ -21,6 +22,11 @@ export interface ScreenStack {
   computer: Computer;
   /** A view capability minted by api for the workspace's viewer. */
   mintView(): Promise<string>;
+  /**
+   * What api seals for the workspace's viewer on screen 0, to be sealed by a test itself (with
+   * another key, say); the target is a closed port unless one is given.
+   */
+  viewGrant(target?: ScreenTarget): CapabilityGrant;
   /**
    * What broke for a legitimate viewer: opens a socket with a fresh capability and asks for a
    * few pixels of the live screen. Empty when the proxy still serves.
@@ -45,6 +51,14 @@ export async function startScreenStack(tag: string): Promise<ScreenStack> {
     world,
     computer,
     mintView,
+    viewGrant: (target = { kind: "vnc", host: "127.0.0.1", port: 5900, password: "x" }) => ({
+      subject: `user:${world.people.viewer.userId}`,
+      workspaceId: world.workspaceId,
+      computerId: computer.id,
+      screen: 0,
+      mode: "view",
+      target,
+    }),
     async stillServes() {
       try {
         const screen = await openScreenSocket(proxy.url, await mintView(), { origin: TRUSTED_ORIGIN });
@@ -63,8 +77,7 @@ export async function startScreenStack(tag: string): Promise<ScreenStack> {
     },
     async close() {
       await proxy.close();
-      const { provider, ref } = await machineFor(t, computer);
-      await provider.destroy(ref);
+      await destroyMachine(t, computer);
       await t.close();
     },
   };
