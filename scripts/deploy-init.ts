@@ -12,6 +12,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } 
 import { join, resolve } from "node:path";
 import { usesSupervisor } from "@cubicle/providers";
 import type { ProviderKind } from "@cubicle/providers/contract";
+import { hostFirewallRule } from "@cubicle/supervisor/host-firewall";
 import { root } from "./lib/run.mjs";
 
 const SECRET_NAMES = [
@@ -23,8 +24,6 @@ const SECRET_NAMES = [
 ];
 /** The computers' user in cubicle-computer (and the supervisor's in the stack). */
 const COMPUTER_UID = 1000;
-/** Where the supervisor's default network puts the computers' bridge (supervisor/src/containers/docker/network.ts). */
-const COMPUTERS_BRIDGE = "cubicle0";
 /** What a Compose deployment may run: no test kinds, and no `desktop` (a container has no host desktop). */
 const PROVIDERS: readonly ProviderKind[] = ["docker", "e2b", "daytona", "box", "none"];
 
@@ -61,7 +60,7 @@ if (usesSupervisor(provider)) {
   } catch {
     problems.push(`run as root, or: sudo chown -R ${COMPUTER_UID}:${COMPUTER_UID} ${homesDir}`);
   }
-  const rule = ["INPUT", "-i", COMPUTERS_BRIDGE, "-m", "conntrack", "--ctstate", "NEW", "-j", "REJECT"];
+  const rule = hostFirewallRule();
   const iptables = (args: string[]) =>
     spawnSync("iptables", ["-w", "5", ...args], { stdio: "ignore" }).status === 0;
   if (iptables(["-C", ...rule]) || iptables(["-I", ...rule])) console.log(`  firewall ${rule.join(" ")}`);

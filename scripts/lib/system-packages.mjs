@@ -16,7 +16,9 @@ import { runOrExit } from "./run.mjs";
  * benchmark's reference) and openssl (the VNC password checks' DES, which Node's OpenSSL lacks).
  */
 export const SYSTEM_PACKAGES = [
-  { pkg: "docker.io", programs: ["docker", "dockerd", "iptables"], commands: ["images", "start", "test"] },
+  { pkg: "docker.io", programs: ["docker", "dockerd"], commands: ["images", "start", "test"] },
+  // the supervisor's host firewall rule and egress policies (Docker depends on it too)
+  { pkg: "iptables", programs: ["iptables", "ip6tables", "iptables-restore"], commands: ["start", "test"] },
   { pkg: "debootstrap", programs: ["debootstrap"], commands: ["images", "start", "test"] },
   { pkg: "xvfb", programs: ["Xvfb"], commands: ["start", "test"] },
   { pkg: "x11vnc", programs: ["x11vnc"], commands: ["start", "test"] },
@@ -28,6 +30,8 @@ export const SYSTEM_PACKAGES = [
   { pkg: "postgresql", programs: ["initdb", "pg_ctl", "postgres"], commands: ["test"] },
   { pkg: "websockify", programs: ["websockify"], commands: ["test"] },
   { pkg: "openssl", programs: ["openssl"], commands: ["test"] },
+  // the egress tests' stand-in hosts: network namespaces, veth pairs and routes
+  { pkg: "iproute2", programs: ["ip"], commands: ["test"] },
 ];
 
 /**
@@ -37,6 +41,7 @@ export const SYSTEM_PACKAGES = [
 export const BASE_PROGRAMS = [
   "apt-get",
   "bash",
+  "dmesg",
   "dpkg",
   "fallocate",
   "find",

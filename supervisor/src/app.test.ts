@@ -237,3 +237,45 @@ describe("browsers", () => {
     expect(manager.calls).toHaveLength(1);
   });
 });
+
+describe("egress routes", () => {
+  it("passes a valid policy on and answers 204", async () => {
+    const { request, manager } = setup();
+    const policy = { level: "allowlist", allow: [{ host: "api.example.com", ports: [443] }] };
+    const response = await request("/computers/home-1/egress", { method: "PUT", ...json(policy) });
+    expect(response.status).toBe(204);
+    expect(manager.calls).toContainEqual(expect.objectContaining({ method: "setEgress", args: [policy] }));
+  });
+
+  it("refuses a bad level, host, port, and destinations on another level, listing each", async () => {
+    const { request, manager } = setup();
+    const bad = await request("/computers/home-1/egress", {
+      method: "PUT",
+      ...json({ level: "sometimes", allow: [{ host: "10.0.0.0/99", ports: [99999] }] }),
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get("content-type")).toBe("application/problem+json");
+    const problem = (await bad.json()) as { code: string; errors: { path: string }[] };
+    expect(problem.code).toBe("INVALID_REQUEST");
+    expect(problem.errors.map((error) => error.path)).toEqual(
+      expect.arrayContaining(["level", "allow.0.host", "allow.0.ports.0"]),
+    );
+    const misplaced = await request("/computers/home-1/egress", {
+      method: "PUT",
+      ...json({ level: "offline", allow: [{ host: "example.com", ports: [] }] }),
+    });
+    expect(await misplaced.json()).toMatchObject({ status: 400, errors: [{ path: "allow" }] });
+    expect(manager.calls.filter((call) => call.method === "setEgress")).toEqual([]);
+  });
+
+  it("answers the policy and report, passing the cursor on; a malformed cursor is a 400", async () => {
+    const { request, manager } = setup();
+    const response = await request("/computers/home-1/egress?after=0a1b2c3d.7");
+    expect(await response.json()).toMatchObject({
+      policy: { level: "default" },
+      report: { refusedTotal: 0 },
+    });
+    expect(manager.calls).toContainEqual(expect.objectContaining({ method: "egress", args: ["0a1b2c3d.7"] }));
+    expect((await request("/computers/home-1/egress?after=nope")).status).toBe(400);
+  });
+});

@@ -7,6 +7,7 @@ import { SupervisorProblem } from "./problems.ts";
 import { archiveRoutes } from "./routes/archive.ts";
 import { browserRoutes } from "./routes/browsers.ts";
 import { computerRoutes } from "./routes/computers.ts";
+import { egressRoutes } from "./routes/egress.ts";
 import { execRoutes } from "./routes/exec.ts";
 import { fileRoutes } from "./routes/files.ts";
 import { healthRoutes } from "./routes/health.ts";
@@ -25,6 +26,7 @@ export function createApp({ token, manager, logError = console.error }: AppDeps)
   app.use("*", requireBearer(token, new Set(["/health", "/alive"])));
   app.route("/", healthRoutes(manager));
   app.route("/", computerRoutes(manager));
+  app.route("/", egressRoutes(manager));
   app.route("/", execRoutes(manager));
   app.route("/", fileRoutes(manager));
   app.route("/", archiveRoutes(manager));

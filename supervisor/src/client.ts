@@ -5,7 +5,13 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
-import type { ActResult, CommandEvent, FileEntry } from "@cubicle/providers/contract";
+import type {
+  ActResult,
+  CommandEvent,
+  EgressPolicy,
+  EgressReport,
+  FileEntry,
+} from "@cubicle/providers/contract";
 import type { ContainerManager } from "./containers/manager.ts";
 import { Liveness } from "./liveness.ts";
 import { parseNdjson } from "./ndjson.ts";
@@ -84,6 +90,14 @@ export interface SupervisorClient
   > {
   list(): Promise<ComputerSummary[]>;
   reconcile(homeKeys: readonly string[]): Promise<string[]>;
+
+  /** Replaces the computer's egress policy; a running computer's rules are in place when it returns. */
+  setEgress(computer: ComputerRef, policy: EgressPolicy): Promise<void>;
+  /** The computer's egress policy, and its refusals after the cursor (all kept when null). */
+  egress(
+    computer: ComputerRef,
+    after: string | null,
+  ): Promise<{ policy: EgressPolicy; report: EgressReport }>;
 
   /** Events in order, ending with one `exit`; aborting `signal` kills the command (exit 130). */
   exec(
@@ -324,6 +338,15 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
     stop: (ref) => empty({ method: "POST", path: computerPath(ref, "/stop"), ref }),
     destroy: async (ref) =>
       (await json<{ removed: boolean }>({ method: "DELETE", path: computerPath(ref), ref })).removed,
+    setEgress: (ref, policy) =>
+      empty({ method: "PUT", path: computerPath(ref, "/egress"), ref, json: policy }),
+    egress: (ref, after) =>
+      json<{ policy: EgressPolicy; report: EgressReport }>({
+        method: "GET",
+        path: computerPath(ref, "/egress"),
+        ref,
+        query: { after: after ?? undefined },
+      }),
     reconcile: async (homeKeys) =>
       (await json<{ removed: string[] }>({ method: "POST", path: "/reconcile", json: { homeKeys } })).removed,
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseConfig } from "./config.ts";
+import { ConfigError, hostNameservers, parseConfig } from "./config.ts";
 
 const TOKEN = "t".repeat(32);
 
@@ -31,7 +31,23 @@ describe("parseConfig", () => {
       cpus: 1,
       pidsLimit: 512,
       hostFirewall: "auto",
+      dns: hostNameservers(),
     });
+  });
+
+  it("gives computers the host's name servers, leaving out loopback ones they cannot reach", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "cubicle-supervisor-resolv-"));
+    try {
+      const file = path.join(dir, "resolv.conf");
+      writeFileSync(
+        file,
+        "# comment\nnameserver 127.0.0.53\nnameserver 10.1.2.3\n nameserver ::1\nnameserver 9.9.9.9\n",
+      );
+      expect(hostNameservers(file)).toEqual(["10.1.2.3", "9.9.9.9"]);
+      expect(hostNameservers(path.join(dir, "missing"))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("reads every setting, treating blank values as unset", () => {
@@ -45,8 +61,10 @@ describe("parseConfig", () => {
       SUPERVISOR_PIDS_LIMIT: "",
       SUPERVISOR_HOST_FIREWALL: "off",
       SUPERVISOR_SCREEN_HOST: "172.31.0.1",
+      SUPERVISOR_DNS: "10.0.0.53, 9.9.9.9",
     });
     expect(config).toMatchObject({
+      dns: ["10.0.0.53", "9.9.9.9"],
       screenHost: "172.31.0.1",
       host: "0.0.0.0",
       port: 0,
@@ -94,8 +112,10 @@ describe("parseConfig", () => {
       SUPERVISOR_MEMORY_MB: "12",
       SUPERVISOR_HOST_FIREWALL: "maybe",
       SUPERVISOR_SCREEN_HOST: "0.0.0.0",
+      SUPERVISOR_DNS: "resolver.example",
     });
-    expect(problems).toHaveLength(7);
+    expect(problems).toHaveLength(8);
+    expect(problems.join("\n")).toMatch(/SUPERVISOR_DNS must be IPv4 addresses/);
     expect(problems.join("\n")).toMatch(/DATA_DIR is not set/);
     expect(problems.join("\n")).toMatch(/SUPERVISOR_PORT must be a whole number from 0 to 65535/);
     expect(problems.join("\n")).toMatch(/SUPERVISOR_CPUS/);

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { isIPv4 } from "node:net";
 import path from "node:path";
 import { type Env, envReader } from "@cubicle/config";
@@ -24,8 +25,30 @@ export interface SupervisorConfig {
   readonly memoryMb: number;
   readonly cpus: number;
   readonly pidsLimit: number;
-  /** `auto`: drop computers' new connections to the host itself when iptables can be used. */
+  /**
+   * `auto`: drop computers' new connections to the host itself, and enforce their egress policies,
+   * when iptables can be used.
+   */
   readonly hostFirewall: "auto" | "off";
+  /**
+   * The DNS servers computers use (Docker's embedded resolver forwards their queries there, from
+   * the computer's own network namespace) and the supervisor resolves allowlisted names with; the
+   * egress policies let DNS reach exactly these.
+   */
+  readonly dns: readonly string[];
+}
+
+/** The host's own IPv4 name servers, loopback ones left out (a computer cannot reach the host's loopback). */
+export function hostNameservers(resolvConf = "/etc/resolv.conf"): string[] {
+  let text = "";
+  try {
+    text = readFileSync(resolvConf, "utf8");
+  } catch {
+    return [];
+  }
+  return [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)]
+    .map((match) => match[1] as string)
+    .filter((address) => isIPv4(address) && !address.startsWith("127."));
 }
 
 export const MIN_TOKEN_LENGTH = 32;
@@ -77,6 +100,22 @@ export function parseConfig(source: Env): SupervisorConfig {
     );
   }
 
+  const dnsRaw = env.string("SUPERVISOR_DNS");
+  const dns =
+    dnsRaw === undefined
+      ? hostNameservers()
+      : dnsRaw
+          .split(",")
+          .map((address) => address.trim())
+          .filter(Boolean);
+  if (dnsRaw !== undefined && (dns.length === 0 || !dns.every(isIPv4))) {
+    env.problem(`SUPERVISOR_DNS must be IPv4 addresses separated by commas (got "${dnsRaw}")`);
+  } else if (dns.length === 0) {
+    env.problem(
+      "SUPERVISOR_DNS is not set and /etc/resolv.conf names no name server computers can reach; set it to the DNS servers computers should use",
+    );
+  }
+
   const config: SupervisorConfig = {
     host: env.string("SUPERVISOR_HOST") ?? "127.0.0.1",
     // 0 picks a free port (tests)
@@ -91,6 +130,7 @@ export function parseConfig(source: Env): SupervisorConfig {
     cpus,
     pidsLimit: env.integer("SUPERVISOR_PIDS_LIMIT", 512, 64, 1_000_000),
     hostFirewall: firewall === "off" ? "off" : "auto",
+    dns,
   };
   env.assertValid();
   return Object.freeze(config);

@@ -28,6 +28,8 @@ export const PROBLEM_STATUS = {
   IMAGE_MISSING: 503,
   DOCKER_UNAVAILABLE: 503,
   DOCKER_FAILURE: 502,
+  /** The supervisor may not change the host's firewall, so it cannot enforce an egress policy. */
+  EGRESS_UNENFORCED: 503,
   /** Something inside the computer (a script, a tool) failed. */
   COMPUTER_FAILURE: 502,
   INTERNAL: 500,

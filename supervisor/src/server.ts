@@ -58,11 +58,13 @@ export async function startSupervisor(
   log(`cubicle supervisor listening on ${url}`);
   return {
     url,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         // streams (exec output, archives) must not hold the shutdown open
         if ("closeAllConnections" in server) server.closeAllConnections();
-      }),
+      });
+      await manager.close();
+    },
   };
 }

@@ -29,6 +29,8 @@ export interface Health {
   image: { ref: string; id: string | null };
   /** Whether new computers' traffic to the host itself is dropped (see README "Network"). */
   hostFirewall: "on" | "off";
+  /** Whether computers' egress policies are enforced (the supervisor's chain is hooked on their bridge). */
+  egress: "on" | "off";
 }
 
 export interface CreateResult {

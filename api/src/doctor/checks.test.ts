@@ -16,6 +16,7 @@ const healthy: Diagnosis = {
     docker: "ok",
     image: { ref: "cubicle-computer:latest", id: "sha256:1" },
     hostFirewall: "on",
+    egress: "on",
   },
   hostFirewall: "on",
   imageVersion: { built: "abc", expected: "abc" },

@@ -1,4 +1,5 @@
 import type { Diagnosis } from "@cubicle/supervisor/client";
+import { hostFirewallRule } from "@cubicle/supervisor/host-firewall";
 import type { DoctorView } from "./routes.ts";
 
 /** One finding of `cubicle doctor`: a problem fails the run, a warning does not. */
@@ -89,7 +90,7 @@ export function supervisorChecks(diagnosis: Diagnosis, computers: DoctorView["co
     );
   }
 
-  const firewallRule = "INPUT -i cubicle0 -m conntrack --ctstate NEW -j REJECT";
+  const firewallRule = hostFirewallRule().join(" ");
   if (diagnosis.hostFirewall === "on") {
     checks.push(ok("host firewall", "computers cannot open connections to this host"));
   } else if (diagnosis.hostFirewall === "off") {

@@ -2,6 +2,8 @@ import type {
   ActResult,
   CommandEvent,
   DesktopAction,
+  EgressPolicy,
+  EgressReport,
   FileEntry,
   Observation,
 } from "@cubicle/providers/contract";
@@ -48,6 +50,16 @@ export interface ContainerManager {
   destroy(ref: ComputerRef): Promise<boolean>;
   /** Removes managed computers whose home key is not in `keep`; returns their names. */
   reconcile(keep: ReadonlySet<string>): Promise<string[]>;
+
+  /**
+   * Stores the computer's egress policy; a running computer's rules are replaced before this
+   * returns (no restart). A computer not made yet gets it when it is.
+   */
+  setEgress(ref: ComputerRef, policy: EgressPolicy): Promise<void>;
+  /** The computer's policy (the default when none was set) and its refusals after `after`. */
+  egress(ref: ComputerRef, after: string | null): Promise<{ policy: EgressPolicy; report: EgressReport }>;
+  /** Stops what the manager runs in the background (the refusal log reader). */
+  close(): Promise<void>;
 
   /**
    * Runs a shell command; the events end with exactly one `exit`. Timeout and `signal` kill the

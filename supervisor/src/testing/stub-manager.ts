@@ -1,4 +1,4 @@
-import type { DesktopAction } from "@cubicle/providers/contract";
+import { DEFAULT_EGRESS, type DesktopAction } from "@cubicle/providers/contract";
 import type { ComputerRef, ContainerManager } from "../containers/manager.ts";
 import type { ExecRequest } from "../wire.ts";
 
@@ -21,6 +21,7 @@ export function stubManager(): ContainerManager & { calls: StubCall[] } {
       docker: "ok",
       image: { ref: "cubicle-computer:latest", id: "sha256:stub" },
       hostFirewall: "on",
+      egress: "on",
     }),
     diagnose: unused("diagnose"),
     create: async (ref) => {
@@ -33,6 +34,14 @@ export function stubManager(): ContainerManager & { calls: StubCall[] } {
     },
     list: async () => [],
     stop: unused("stop"),
+    setEgress: async (ref, policy) => {
+      calls.push({ method: "setEgress", ref, args: [policy] });
+    },
+    egress: async (ref, after) => {
+      calls.push({ method: "egress", ref, args: [after] });
+      return { policy: DEFAULT_EGRESS, report: { refusedTotal: 0, refusals: [], cursor: "c.0" } };
+    },
+    close: async () => undefined,
     destroy: unused("destroy"),
     reconcile: async (keep) => {
       calls.push({ method: "reconcile", args: [[...keep]] });

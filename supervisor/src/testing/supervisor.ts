@@ -13,30 +13,44 @@ export interface TestSupervisor {
   readonly token: string;
   /** Its temporary DATA_DIR, removed by close(). */
   readonly dataDir: string;
+  /** Stops it and keeps its DATA_DIR, for a restart (`restartOf`). */
+  stop(): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
  * A real supervisor in this process on a free loopback port, with a temporary DATA_DIR and a
- * random token; quiet. Without `manager` it drives the real Docker engine.
+ * random token; quiet. Without `manager` it drives the real Docker engine. `env` adds settings;
+ * `restartOf` starts it on a stopped one's DATA_DIR and token, as that supervisor restarted.
  */
 export async function startTestSupervisor(
-  options: { manager?: ContainerManager } = {},
+  options: { manager?: ContainerManager; env?: Record<string, string>; restartOf?: TestSupervisor } = {},
 ): Promise<TestSupervisor> {
-  const dataDir = await mkdtemp(join(tmpdir(), "cubicle-test-supervisor-"));
-  const token = randomBytes(32).toString("hex");
+  const dataDir = options.restartOf?.dataDir ?? (await mkdtemp(join(tmpdir(), "cubicle-test-supervisor-")));
+  const token = options.restartOf?.token ?? randomBytes(32).toString("hex");
   try {
     const supervisor = await startSupervisor(
       // port 0: the system picks a free one, and the url names it
-      parseConfig({ DATA_DIR: dataDir, SANDBOX_SUPERVISOR_TOKEN: token, SUPERVISOR_PORT: "0" }),
-      { ...options, log: () => {} },
+      parseConfig({
+        ...options.env,
+        DATA_DIR: dataDir,
+        SANDBOX_SUPERVISOR_TOKEN: token,
+        SUPERVISOR_PORT: "0",
+      }),
+      { ...(options.manager ? { manager: options.manager } : {}), log: () => {} },
     );
+    let stopped = false;
+    const stop = async () => {
+      if (!stopped) await supervisor.close();
+      stopped = true;
+    };
     return {
       url: supervisor.url,
       token,
       dataDir,
+      stop,
       close: async () => {
-        await supervisor.close();
+        await stop();
         await rm(dataDir, { recursive: true, force: true });
       },
     };

@@ -2,11 +2,14 @@ import {
   type ActResult,
   type CommandEvent,
   type DesktopAction,
+  type EgressPolicy,
+  type EgressReport,
   MAX_SCREENS,
   type Observation,
 } from "@cubicle/providers/contract";
 import Docker from "dockerode";
 import type { SupervisorConfig } from "../../config.ts";
+import { EgressEnforcer } from "../../egress/enforcer.ts";
 import { ensureHome } from "../../homes.ts";
 import { computerNotFound, SupervisorProblem } from "../../problems.ts";
 import type {
@@ -37,7 +40,7 @@ import {
   runningComputer,
   waitUntilReady,
 } from "./machines.ts";
-import { bridgeOf, ensureNetwork } from "./network.ts";
+import { addressOf, bridgeOf, ensureNetwork, subnetOf } from "./network.ts";
 import * as screens from "./screens.ts";
 import { containerName, containerSpec, hostPorts, LABEL } from "./spec.ts";
 
@@ -63,19 +66,64 @@ function assertScreen(index: number): void {
 /** Computers as Docker containers on this engine (docs/architecture.md, "The Docker computer"). */
 export class DockerContainerManager implements ContainerManager {
   private readonly locks = new KeyedLock();
+  private readonly egressEnforcer: EgressEnforcer;
+  private reattached = false;
 
   constructor(
     private readonly config: SupervisorConfig,
     private readonly docker: Docker = new Docker(),
-  ) {}
+  ) {
+    this.egressEnforcer = new EgressEnforcer(config.dataDir, config.dns, config.hostFirewall === "auto");
+  }
 
-  /** The network and the host firewall rule; also done lazily by `create` when the engine was down. */
+  /**
+   * The network, the host firewall rule and the egress chain; also done by `create` (the engine
+   * may have been down at start). The first time, this supervisor's running computers get their
+   * policies again (addresses may have changed while it was away).
+   */
   async prepare(): Promise<void> {
     await ensureNetwork(this.docker, this.config.network);
-    if (this.config.hostFirewall === "auto") {
-      const bridge = await bridgeOf(this.docker, this.config.network);
-      if (bridge) ensureHostFirewall(bridge);
+    if (this.config.hostFirewall !== "auto") return;
+    const bridge = await bridgeOf(this.docker, this.config.network);
+    const subnet = await subnetOf(this.docker, this.config.network);
+    if (!bridge || !subnet) return;
+    ensureHostFirewall(bridge);
+    if (!(await this.egressEnforcer.prepare(bridge, subnet)) || this.reattached) return;
+    this.reattached = true;
+    for (const computer of await this.list()) {
+      if (computer.status !== "running") continue;
+      const ref = {
+        homeKey: computer.homeKey,
+        computerId: computer.computerId,
+        workspaceId: computer.workspaceId,
+      };
+      await this.locks.run(ref.homeKey, async () => {
+        const found = await inspectByHomeKey(this.docker, ref.homeKey);
+        // computers of another supervisor on this engine keep that one's policies
+        if (found && isRunning(found.info) && this.ownsHome(found.info))
+          await this.attachEgress(ref, found.info);
+      });
     }
+  }
+
+  /** Whether the computer's home is in this supervisor's DATA_DIR (several may share one engine). */
+  private ownsHome(info: Docker.ContainerInspectInfo): boolean {
+    return (info.Mounts ?? []).some((mount) => mount.Source.startsWith(`${this.config.homesDir}/`));
+  }
+
+  /** Enforces the computer's policy for the address it has now (it changes across restarts). */
+  private async attachEgress(ref: ComputerRef, info: Docker.ContainerInspectInfo): Promise<void> {
+    const address = addressOf(info, this.config.network);
+    if (!address)
+      throw new SupervisorProblem(
+        "DOCKER_FAILURE",
+        `computer ${ref.homeKey} has no address on ${this.config.network}`,
+      );
+    await this.egressEnforcer.attach(ref, address);
+  }
+
+  async close(): Promise<void> {
+    this.egressEnforcer.close();
   }
 
   private async imageId(): Promise<string | null> {
@@ -93,7 +141,7 @@ export class DockerContainerManager implements ContainerManager {
       await this.docker.ping();
       image.id = await this.imageId();
     } catch {
-      return { ok: false, docker: "unreachable", image, hostFirewall: "off" };
+      return { ok: false, docker: "unreachable", image, hostFirewall: "off", egress: "off" };
     }
     const bridge = await bridgeOf(this.docker, this.config.network);
     return {
@@ -101,6 +149,7 @@ export class DockerContainerManager implements ContainerManager {
       docker: "ok",
       image,
       hostFirewall: bridge && hostFirewallActive(bridge) ? "on" : "off",
+      egress: bridge && (await this.egressEnforcer.active(bridge)) ? "on" : "off",
     };
   }
 
@@ -118,6 +167,7 @@ export class DockerContainerManager implements ContainerManager {
         );
       }
       const home = await ensureHome(this.config.homesDir, ref.homeKey);
+      await this.prepare();
       let found = await inspectByHomeKey(this.docker, ref.homeKey);
       if (found && !isManaged(found.info)) {
         throw new SupervisorProblem(
@@ -138,6 +188,7 @@ export class DockerContainerManager implements ContainerManager {
       if (found) {
         try {
           await this.resume(found.container, found.info);
+          await this.attachEgress(ref, await found.container.inspect());
           await waitUntilReady(found.container);
           // a computer that was not running may have been killed mid-upload
           if (!found.info.State.Running) await sweepUploads(found.container);
@@ -148,7 +199,6 @@ export class DockerContainerManager implements ContainerManager {
           await this.remove(found.container);
         }
       }
-      await this.prepare();
       const container = await this.boot(spec, ref).catch(async (error: unknown) => {
         // one more try: a first boot can miss the image's start-up deadlines on a busy host
         if (!(error instanceof SupervisorProblem && error.code === "COMPUTER_FAILURE")) throw error;
@@ -169,6 +219,7 @@ export class DockerContainerManager implements ContainerManager {
     }
     try {
       await container.start();
+      await this.attachEgress(ref, await container.inspect());
       await waitUntilReady(container);
       return container;
     } catch (error) {
@@ -256,6 +307,7 @@ export class DockerContainerManager implements ContainerManager {
         if (dockerStatus(error) !== 304)
           throw dockerFailure(`stopping computer ${ref.homeKey} failed`, error);
       }
+      await this.egressEnforcer.detach(ref.homeKey);
     });
   }
 
@@ -265,7 +317,9 @@ export class DockerContainerManager implements ContainerManager {
       if (!found) return false;
       // never remove another computer's container
       if (!belongsTo(found.info, ref)) throw computerNotFound(ref.homeKey);
-      return this.remove(found.container);
+      const removed = await this.remove(found.container);
+      await this.egressEnforcer.forget(ref.homeKey);
+      return removed;
     });
   }
 
@@ -273,12 +327,33 @@ export class DockerContainerManager implements ContainerManager {
     const removed: string[] = [];
     for (const computer of await this.list()) {
       if (keep.has(computer.homeKey)) continue;
-      const gone = await this.locks.run(computer.homeKey, () =>
-        this.remove(this.docker.getContainer(computer.providerRef)),
-      );
+      const gone = await this.locks.run(computer.homeKey, async () => {
+        const removed = await this.remove(this.docker.getContainer(computer.providerRef));
+        await this.egressEnforcer.forget(computer.homeKey);
+        return removed;
+      });
       if (gone) removed.push(computer.name);
     }
     return removed;
+  }
+
+  setEgress(ref: ComputerRef, policy: EgressPolicy): Promise<void> {
+    return this.locks.run(ref.homeKey, async () => {
+      await this.prepare();
+      const found = await inspectByHomeKey(this.docker, ref.homeKey);
+      if (found && !belongsTo(found.info, ref)) throw computerNotFound(ref.homeKey);
+      const address = found && isRunning(found.info) ? addressOf(found.info, this.config.network) : null;
+      await this.egressEnforcer.set(ref, policy, address);
+    });
+  }
+
+  async egress(
+    ref: ComputerRef,
+    after: string | null,
+  ): Promise<{ policy: EgressPolicy; report: EgressReport }> {
+    const found = await inspectByHomeKey(this.docker, ref.homeKey);
+    if (found && !belongsTo(found.info, ref)) throw computerNotFound(ref.homeKey);
+    return this.egressEnforcer.report(ref.homeKey, after);
   }
 
   async exec(

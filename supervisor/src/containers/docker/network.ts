@@ -46,3 +46,19 @@ export async function bridgeOf(docker: Docker, name: string): Promise<string | n
     return null;
   }
 }
+
+/** The network's IPv4 subnet (the computers' addresses). */
+export async function subnetOf(docker: Docker, name: string): Promise<string | null> {
+  try {
+    const info = await docker.getNetwork(name).inspect();
+    const configs = (info as { IPAM?: { Config?: { Subnet?: string }[] } }).IPAM?.Config ?? [];
+    return configs.find((config) => config.Subnet?.includes("."))?.Subnet ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The container's IPv4 address on the network; it may change each time the container starts. */
+export function addressOf(info: Docker.ContainerInspectInfo, network: string): string | null {
+  return info.NetworkSettings?.Networks?.[network]?.IPAddress || null;
+}

@@ -59,6 +59,9 @@ export function containerSpec(
         SCREEN_PORTS.map((port) => [`${port}/tcp`, [{ HostIp: config.screenHost, HostPort: "" }]]),
       ),
       NetworkMode: config.network,
+      // Docker's embedded resolver forwards here from the computer's own network namespace, so
+      // the egress rules see (and allow) exactly these servers
+      Dns: [...config.dns],
       RestartPolicy: { Name: "no" },
       // the entry point's log only says when screens restart; keep it from growing without end
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "2" } },

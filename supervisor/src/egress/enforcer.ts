@@ -1,0 +1,280 @@
+import { Resolver } from "node:dns/promises";
+import path from "node:path";
+import { DEFAULT_EGRESS, type EgressPolicy, type EgressReport } from "@cubicle/providers/contract";
+import { KeyedLock } from "../containers/keyed-lock.ts";
+import { SupervisorProblem } from "../problems.ts";
+import type { ComputerRef } from "../wire.ts";
+import { chainRules, iptables, rejectedPackets, restore, succeeds } from "./iptables.ts";
+import { isPublicIPv4, targetOf } from "./policy.ts";
+import { RefusalLog } from "./refusals.ts";
+import {
+  type Allowed,
+  baseRules,
+  chainOf,
+  computerRules,
+  computerTag,
+  EGRESS_CHAIN,
+  type Generation,
+  jumpComment,
+  refuseChainOf,
+} from "./rules.ts";
+import { type EgressState, EgressStore } from "./store.ts";
+
+/** Host names are resolved again when their records expire, within these bounds. */
+const MIN_REFRESH_S = 30;
+const MAX_REFRESH_S = 600;
+
+interface Bound {
+  address: string;
+  /** The resolved allowlist the current rules were built from, to tell whether a refresh changed it. */
+  allowed: string;
+  timer: NodeJS.Timeout | null;
+}
+
+/**
+ * Each computer's egress policy as iptables rules on the computers' bridge (README "Egress"):
+ * EGRESS_CHAIN, hooked from DOCKER-USER, jumps by source address to the computer's own chain.
+ * A policy change builds the other generation of the computer's chains and moves the jump in one
+ * iptables-restore transaction, so no packet meets a half-made rule set.
+ */
+export class EgressEnforcer {
+  private readonly locks = new KeyedLock();
+  private readonly store: EgressStore;
+  private readonly bound = new Map<string, Bound>();
+  private readonly tags = new Map<string, string>();
+  private readonly log = new RefusalLog((tag) => this.tags.get(tag));
+  private readonly resolver = new Resolver({ timeout: 5_000, tries: 2 });
+  private bridge: string | null = null;
+  private subnet: string | null = null;
+
+  constructor(
+    dataDir: string,
+    private readonly resolvers: readonly string[],
+    /** False when the supervisor may not touch the host's firewall (SUPERVISOR_HOST_FIREWALL=off). */
+    private readonly enabled: boolean,
+  ) {
+    this.store = new EgressStore(path.join(dataDir, "egress"));
+    if (resolvers.length > 0) this.resolver.setServers([...resolvers]);
+  }
+
+  /**
+   * Makes EGRESS_CHAIN and hooks it for `bridge` (idempotent; other supervisors on this host share
+   * it), and keeps the bridge's IPv6 from going anywhere (the computers' network is IPv4-only).
+   * False when iptables cannot be used here.
+   */
+  async prepare(bridge: string, subnet: string): Promise<boolean> {
+    if (!this.enabled || process.getuid?.() !== 0) return false;
+    this.bridge = bridge;
+    this.subnet = subnet;
+    if ((await chainRules(EGRESS_CHAIN)) === null) {
+      await restore([
+        `:${EGRESS_CHAIN} - [0:0]`,
+        ...baseRules().map((rule) => ["-A", EGRESS_CHAIN, ...rule].join(" ")),
+      ]).catch(async (error: unknown) => {
+        // another supervisor made it meanwhile
+        if ((await chainRules(EGRESS_CHAIN)) === null) throw error;
+      });
+    }
+    const hook = ["DOCKER-USER", "-i", bridge, "-j", EGRESS_CHAIN];
+    if (!(await succeeds(["-C", ...hook]))) await iptables(["-I", ...hook]);
+    for (const chain of ["INPUT", "FORWARD"]) {
+      const rule = [chain, "-i", bridge, "-j", "DROP"];
+      if (!(await succeeds(["-C", ...rule], 6))) await iptables(["-I", ...rule], 6).catch(() => undefined);
+    }
+    this.log.start();
+    return true;
+  }
+
+  /** Whether computers on `bridge` go through EGRESS_CHAIN. */
+  active(bridge: string): Promise<boolean> {
+    if (!this.enabled || process.getuid?.() !== 0) return Promise.resolve(false);
+    return succeeds(["-C", "DOCKER-USER", "-i", bridge, "-j", EGRESS_CHAIN]);
+  }
+
+  async policyOf(homeKey: string): Promise<EgressPolicy> {
+    return (await this.store.get(homeKey))?.policy ?? DEFAULT_EGRESS;
+  }
+
+  /** Stores the computer's policy, and enforces it at once when the computer runs at `address`. */
+  set(ref: ComputerRef, policy: EgressPolicy, address: string | null): Promise<void> {
+    return this.locks.run(ref.homeKey, async () => {
+      if (!this.bridge) {
+        throw new SupervisorProblem(
+          "EGRESS_UNENFORCED",
+          "this supervisor cannot change the host's firewall (it needs root and iptables on the Docker host, and SUPERVISOR_HOST_FIREWALL not off)",
+        );
+      }
+      const state = await this.store.get(ref.homeKey);
+      await this.store.put({ ref, policy, refusedBefore: state?.refusedBefore ?? 0 });
+      if (address) await this.apply(ref.homeKey, address);
+    });
+  }
+
+  /** Enforces the computer's stored policy (the default when none) for its current address. */
+  attach(ref: ComputerRef, address: string): Promise<void> {
+    return this.locks.run(ref.homeKey, async () => {
+      if (!this.bridge) return;
+      if (!(await this.store.get(ref.homeKey))) {
+        await this.store.put({ ref, policy: DEFAULT_EGRESS, refusedBefore: 0 });
+      }
+      await this.apply(ref.homeKey, address);
+    });
+  }
+
+  /** The computer stopped: its address may go to another, so its rules go (the policy stays). */
+  detach(homeKey: string): Promise<void> {
+    return this.locks.run(homeKey, () => this.unbind(homeKey));
+  }
+
+  /** The computer was removed: its rules and its state go. */
+  forget(homeKey: string): Promise<void> {
+    return this.locks.run(homeKey, async () => {
+      await this.unbind(homeKey);
+      await this.store.delete(homeKey);
+      this.log.forget(homeKey);
+    });
+  }
+
+  async report(
+    homeKey: string,
+    after: string | null,
+  ): Promise<{ policy: EgressPolicy; report: EgressReport }> {
+    const state = await this.store.get(homeKey);
+    const current = await this.currentGeneration(homeKey);
+    const live = current ? await rejectedPackets(refuseChainOf(computerTag(homeKey), current)) : 0;
+    return {
+      policy: state?.policy ?? DEFAULT_EGRESS,
+      report: { refusedTotal: (state?.refusedBefore ?? 0) + live, ...this.log.after(homeKey, after) },
+    };
+  }
+
+  close(): void {
+    this.log.stop();
+    for (const bound of this.bound.values()) if (bound.timer) clearTimeout(bound.timer);
+  }
+
+  /** The jumps in EGRESS_CHAIN that are this computer's, or for this address (a stale one). */
+  private async jumpsOf(homeKey: string, address: string | null): Promise<string[]> {
+    const rules = (await chainRules(EGRESS_CHAIN)) ?? [];
+    // iptables -S quotes the comment
+    const comment = `--comment "${jumpComment(homeKey)}" `;
+    return rules.filter(
+      (rule) => rule.includes(comment) || (address !== null && rule.includes(` -s ${address}/32 `)),
+    );
+  }
+
+  private async currentGeneration(homeKey: string): Promise<Generation | null> {
+    const tag = computerTag(homeKey);
+    for (const rule of await this.jumpsOf(homeKey, null)) {
+      if (rule.endsWith(`-g ${chainOf(tag, "A")}`)) return "A";
+      if (rule.endsWith(`-g ${chainOf(tag, "B")}`)) return "B";
+    }
+    return null;
+  }
+
+  private async apply(homeKey: string, address: string): Promise<void> {
+    const state = (await this.store.get(homeKey)) as EgressState;
+    const tag = computerTag(homeKey);
+    this.tags.set(tag, homeKey);
+    const { allowed, ttl } = await this.resolveAllowed(state.policy);
+    const previous = await this.currentGeneration(homeKey);
+    const generation: Generation = previous === "A" ? "B" : "A";
+    const built = computerRules(tag, generation, {
+      level: state.policy.level,
+      resolvers: this.resolvers,
+      subnet: this.subnet as string,
+      allowed,
+    });
+    const stale = (await this.jumpsOf(homeKey, address)).map((rule) => rule.replace(/^-A /, "-D "));
+    await restore([
+      ...built.lines,
+      ...stale,
+      `-I ${EGRESS_CHAIN} 2 -s ${address}/32 -m comment --comment ${jumpComment(homeKey)} -g ${built.chain}`,
+    ]);
+    if (previous) await this.dropChains(homeKey, previous);
+    this.bind(homeKey, address, JSON.stringify(allowed), ttl);
+  }
+
+  private bind(homeKey: string, address: string, allowed: string, ttl: number | null): void {
+    const old = this.bound.get(homeKey);
+    if (old?.timer) clearTimeout(old.timer);
+    const timer =
+      ttl === null ? null : setTimeout(() => void this.refresh(homeKey).catch(() => undefined), ttl * 1000);
+    timer?.unref();
+    this.bound.set(homeKey, { address, allowed, timer });
+  }
+
+  /**
+   * Re-resolves an allowlist's names; the rules change only when the addresses did, and a failed
+   * lookup keeps the addresses the rules have (it is tried again soon).
+   */
+  private refresh(homeKey: string): Promise<void> {
+    return this.locks.run(homeKey, async () => {
+      const bound = this.bound.get(homeKey);
+      const state = await this.store.get(homeKey);
+      if (!bound || !state) return;
+      const { allowed, ttl, failed } = await this.resolveAllowed(state.policy);
+      if (!failed && JSON.stringify(allowed) !== bound.allowed) await this.apply(homeKey, bound.address);
+      else this.bind(homeKey, bound.address, bound.allowed, ttl);
+    });
+  }
+
+  /**
+   * The allowlist as IPv4 blocks. A name counts only with its public addresses (a name must not
+   * open the LAN or the metadata service by resolving there); one that does not resolve now allows
+   * nothing until a later refresh.
+   */
+  private async resolveAllowed(
+    policy: EgressPolicy,
+  ): Promise<{ allowed: Allowed[]; ttl: number | null; failed: boolean }> {
+    if (policy.level !== "allowlist") return { allowed: [], ttl: null, failed: false };
+    const allowed: Allowed[] = [];
+    let ttl: number | null = null;
+    let failed = false;
+    for (const destination of policy.allow) {
+      const target = targetOf(destination.host);
+      if (typeof target === "string") continue;
+      if (target.kind === "cidr") {
+        allowed.push({ cidr: target.cidr, ports: destination.ports });
+        continue;
+      }
+      const records = await this.resolver.resolve4(target.name, { ttl: true }).catch(() => {
+        failed = true;
+        return [];
+      });
+      for (const record of records) {
+        if (isPublicIPv4(record.address))
+          allowed.push({ cidr: `${record.address}/32`, ports: destination.ports });
+      }
+      const seconds = records.length === 0 ? MIN_REFRESH_S : Math.min(...records.map((record) => record.ttl));
+      ttl = Math.max(MIN_REFRESH_S, Math.min(ttl ?? MAX_REFRESH_S, seconds));
+    }
+    return { allowed, ttl, failed };
+  }
+
+  private async unbind(homeKey: string): Promise<void> {
+    const bound = this.bound.get(homeKey);
+    if (bound?.timer) clearTimeout(bound.timer);
+    this.bound.delete(homeKey);
+    if (!this.bridge) return;
+    const current = await this.currentGeneration(homeKey);
+    const jumps = await this.jumpsOf(homeKey, null);
+    if (jumps.length > 0) await restore(jumps.map((rule) => rule.replace(/^-A /, "-D ")));
+    if (current) await this.dropChains(homeKey, current);
+  }
+
+  /** Removes one generation of the computer's chains, adding what its counters counted to the total. */
+  private async dropChains(homeKey: string, generation: Generation): Promise<void> {
+    const tag = computerTag(homeKey);
+    const refused = await rejectedPackets(refuseChainOf(tag, generation));
+    const state = await this.store.get(homeKey);
+    if (state && refused > 0)
+      await this.store.put({ ...state, refusedBefore: state.refusedBefore + refused });
+    for (const chain of [chainOf(tag, generation), refuseChainOf(tag, generation)]) {
+      await iptables(["-F", chain]).catch(() => undefined);
+    }
+    for (const chain of [chainOf(tag, generation), refuseChainOf(tag, generation)]) {
+      await iptables(["-X", chain]).catch(() => undefined);
+    }
+  }
+}
