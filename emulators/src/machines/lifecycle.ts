@@ -1,3 +1,4 @@
+import { CHROMIUM_SECCOMP } from "@cubicle/computer-image/seccomp";
 import type Docker from "dockerode";
 import { firstFileOf, tarOfFile } from "./archive.ts";
 import { bounded, engineStatus, MachineMissing, machineError } from "./engine.ts";
@@ -52,7 +53,12 @@ export class Machines {
         Image: spec.image,
         Labels: spec.labels,
         Env: Object.entries(spec.env).map(([name, value]) => `${name}=${value}`),
-        HostConfig: { ShmSize: spec.shmBytes, NetworkMode: "bridge" },
+        HostConfig: {
+          ShmSize: spec.shmBytes,
+          NetworkMode: "bridge",
+          // the vendors' sandboxes are VMs, where Chromium's own sandbox starts: so it does here
+          SecurityOpt: [CHROMIUM_SECCOMP],
+        },
         ...options,
       }),
     );

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createBoxProvider } from "../../src/box/index.ts";
 import type { MachineRef, SandboxProvider } from "../../src/contract/index.ts";
 import { ScreenRelays } from "../screen-relays.ts";
+import { browserSandboxSuite } from "../suites/browser-sandbox.ts";
 import { conformanceSuite } from "../suites/conformance.ts";
 import { faultSuite } from "../suites/faults.ts";
 import { CASE_TIMEOUT_MS, collectRun, expectProviderError, Machines, sleep } from "../suites/types.ts";
@@ -14,6 +15,7 @@ conformanceSuite("box-emulator", box, {
     "a box has one desktop served by Box's own noVNC socket; the proxy enforces view-only and ends control sockets with their lease",
 });
 faultSuite("box-emulator", box);
+browserSandboxSuite("box-emulator", box);
 
 /** A short lifetime, so that Box's TTL runs out inside a test. */
 const TTL_SECONDS = 12;

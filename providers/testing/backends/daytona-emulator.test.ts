@@ -1,6 +1,8 @@
+import { browserSandboxSuite } from "../suites/browser-sandbox.ts";
 import { conformanceSuite } from "../suites/conformance.ts";
 import { faultSuite } from "../suites/faults.ts";
 import { daytona } from "./index.ts";
 
 conformanceSuite("daytona-emulator", daytona);
 faultSuite("daytona-emulator", daytona);
+browserSandboxSuite("daytona-emulator", daytona);

@@ -1,6 +1,8 @@
+import { browserSandboxSuite } from "../suites/browser-sandbox.ts";
 import { conformanceSuite } from "../suites/conformance.ts";
 import { faultSuite } from "../suites/faults.ts";
 import { docker } from "./index.ts";
 
 conformanceSuite("docker", docker);
 faultSuite("docker", docker);
+browserSandboxSuite("docker", docker);

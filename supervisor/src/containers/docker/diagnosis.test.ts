@@ -43,6 +43,7 @@ describe("a computer's departures from the spec", () => {
       "keeps Linux capabilities (they are not all dropped)",
       "adds capabilities NET_ADMIN",
       "may gain privileges (no no-new-privileges)",
+      "runs under another seccomp profile than the computers' (computer-image/seccomp)",
       "has 64 MB of shared memory, not 256 MB",
       "is on network bridge, not cubicle-computers",
       "publishes 6080/tcp on every address, not only 127.0.0.1",

@@ -1,4 +1,5 @@
 import { readdir } from "node:fs/promises";
+import { CHROMIUM_SECCOMP } from "@cubicle/computer-image/seccomp";
 import { COMPUTER_IMAGE_DIR, imageVersion } from "@cubicle/computer-image/version";
 import type Docker from "dockerode";
 import type { SupervisorConfig } from "../../config.ts";
@@ -140,6 +141,8 @@ export function departures(info: Docker.ContainerInspectInfo, config: Supervisor
   if ((host.CapAdd ?? []).length > 0) problems.push(`adds capabilities ${(host.CapAdd ?? []).join(", ")}`);
   if (!(host.SecurityOpt ?? []).some((option: string) => option.startsWith("no-new-privileges")))
     problems.push("may gain privileges (no no-new-privileges)");
+  if (!(host.SecurityOpt ?? []).includes(CHROMIUM_SECCOMP))
+    problems.push("runs under another seccomp profile than the computers' (computer-image/seccomp)");
   if (host.ShmSize !== SHM_BYTES)
     problems.push(`has ${Math.round((host.ShmSize ?? 0) / 2 ** 20)} MB of shared memory, not 256 MB`);
   if (host.NetworkMode !== config.network)

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { CHROMIUM_SECCOMP } from "@cubicle/computer-image/seccomp";
 import type Docker from "dockerode";
 import type { SupervisorConfig } from "../../config.ts";
 import { CONTAINER_HOME } from "../../paths.ts";
@@ -48,7 +49,8 @@ export function containerSpec(
       // boot (their old pids belong to other processes in the new pid namespace)
       Tmpfs: { "/tmp": "rw,nosuid,nodev,mode=1777,size=512m" },
       ShmSize: SHM_BYTES,
-      SecurityOpt: ["no-new-privileges"],
+      // Docker's default seccomp rules plus the namespaces Chromium's own sandbox needs
+      SecurityOpt: ["no-new-privileges", CHROMIUM_SECCOMP],
       CapDrop: ["ALL"],
       Memory: memory,
       // no swap on top of the memory limit
