@@ -43,8 +43,12 @@ describe("parseConfig", () => {
         file,
         "# comment\nnameserver 127.0.0.53\nnameserver 10.1.2.3\n nameserver ::1\nnameserver 9.9.9.9\n",
       );
-      expect(hostNameservers(file)).toEqual(["10.1.2.3", "9.9.9.9"]);
-      expect(hostNameservers(path.join(dir, "missing"))).toEqual([]);
+      const loopbackOnly = path.join(dir, "stub-resolv.conf");
+      writeFileSync(loopbackOnly, "nameserver 127.0.0.53\n");
+      expect(hostNameservers([file])).toEqual(["10.1.2.3", "9.9.9.9"]);
+      // behind systemd-resolved: its upstream servers
+      expect(hostNameservers([loopbackOnly, file])).toEqual(["10.1.2.3", "9.9.9.9"]);
+      expect(hostNameservers([loopbackOnly, path.join(dir, "missing")])).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

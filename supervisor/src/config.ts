@@ -33,22 +33,33 @@ export interface SupervisorConfig {
   /**
    * The DNS servers computers use (Docker's embedded resolver forwards their queries there, from
    * the computer's own network namespace) and the supervisor resolves allowlisted names with; the
-   * egress policies let DNS reach exactly these.
+   * egress policies let DNS reach exactly these. Empty when the host names none a computer can
+   * reach (a supervisor in a container sees only Docker's 127.0.0.11): Docker's own default then,
+   * and computers under an enforced policy have no DNS until SUPERVISOR_DNS is set.
    */
   readonly dns: readonly string[];
 }
 
-/** The host's own IPv4 name servers, loopback ones left out (a computer cannot reach the host's loopback). */
-export function hostNameservers(resolvConf = "/etc/resolv.conf"): string[] {
-  let text = "";
-  try {
-    text = readFileSync(resolvConf, "utf8");
-  } catch {
-    return [];
+/**
+ * The host's own IPv4 name servers, loopback ones left out (a computer cannot reach the host's
+ * loopback). Behind systemd-resolved (127.0.0.53) its upstream servers, as Docker itself does.
+ */
+export function hostNameservers(
+  files: readonly string[] = ["/etc/resolv.conf", "/run/systemd/resolve/resolv.conf"],
+): string[] {
+  for (const file of files) {
+    let text = "";
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      continue;
+    }
+    const found = [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)]
+      .map((match) => match[1] as string)
+      .filter((address) => isIPv4(address) && !address.startsWith("127."));
+    if (found.length > 0) return found;
   }
-  return [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)]
-    .map((match) => match[1] as string)
-    .filter((address) => isIPv4(address) && !address.startsWith("127."));
+  return [];
 }
 
 export const MIN_TOKEN_LENGTH = 32;
@@ -110,10 +121,6 @@ export function parseConfig(source: Env): SupervisorConfig {
           .filter(Boolean);
   if (dnsRaw !== undefined && (dns.length === 0 || !dns.every(isIPv4))) {
     env.problem(`SUPERVISOR_DNS must be IPv4 addresses separated by commas (got "${dnsRaw}")`);
-  } else if (dns.length === 0) {
-    env.problem(
-      "SUPERVISOR_DNS is not set and /etc/resolv.conf names no name server computers can reach; set it to the DNS servers computers should use",
-    );
   }
 
   const config: SupervisorConfig = {

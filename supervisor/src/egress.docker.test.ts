@@ -181,6 +181,7 @@ describe("egress policies on Docker computers", () => {
       await client.setEgress(computer, { level: "open", allow: [] });
       await within5s(async () => {
         expect(await reach(computer, hosts.privateAddress, hosts.port)).toBe(`hello ${hosts.privateAddress}`);
+      expect(await resolve(computer, PUBLIC_NAME)).toBe(first);
         expect(await reach(computer, await addressOf(other), 6080)).toBe("");
       });
       expect(await startedAt(computer)).toBe(started);
