@@ -89,7 +89,7 @@ describe("the box provider", () => {
         }),
       );
       expect(provider.kind).toBe("box");
-      expect(provider.capabilities).toEqual({ graphical: true, maxScreens: 1, pty: false });
+      expect(provider.capabilities).toEqual({ graphical: true, maxScreens: 1, pty: false, egress: ["open"] });
       const error = await provider.status(ref).catch((reason: unknown) => reason);
       expect(error).toMatchObject({
         code: "PROVIDER_AUTH_FAILED",

@@ -1,6 +1,7 @@
 import { type MachineRef, machineStopped, ProviderError, type SandboxProvider } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
+import { OPEN_EGRESS_ONLY, setOpenEgress } from "../kernel/egress.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { kitProgram, SandboxMachine } from "../remote/machine.ts";
@@ -76,11 +77,15 @@ export function createBoxProvider({
 
   const provider: SandboxProvider = {
     kind,
-    capabilities: { graphical: true, maxScreens: BOX_MAX_SCREENS, pty: false },
+    // Nothing of the vendor's network settings is mapped yet, so only `open` is claimed, honestly;
+    // mapping the policy onto the vendor's own (its network settings, where it has them) is the next step.
+    capabilities: { graphical: true, maxScreens: BOX_MAX_SCREENS, pty: false, egress: OPEN_EGRESS_ONLY },
 
     async verifyAccess() {
       await boxes.get(ACCESS_PROBE_ID);
     },
+
+    setEgress: (ref, policy) => setOpenEgress(provider, ref, policy),
 
     async provision(ref) {
       if (faults?.take("provision")) throw new ProviderError("PROVIDER_FAILURE", "the box did not come up");

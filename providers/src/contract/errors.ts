@@ -20,6 +20,8 @@ export const PROVIDER_ERROR_CODES = [
   "INVALID_SCREEN",
   "INVALID_PASSWORD",
   "APP_LAUNCH_FAILED",
+  /** The backend cannot enforce the egress level asked for (its capabilities.egress lists those it can). */
+  "EGRESS_UNSUPPORTED",
   /** The vendor refused the configured API key: the operator's to fix, not a passing failure. */
   "PROVIDER_AUTH_FAILED",
   "PROVIDER_FAILURE",

@@ -4,6 +4,7 @@
  * conformance and fault suites (providers/testing/suites/) hold every backend to the same behaviour.
  */
 
+import type { EgressLevel, EgressPolicy, EgressReport } from "./egress.ts";
 import type { ProviderKind } from "./kinds.ts";
 import type { ActResult, CommandEvent, DesktopAction, FileEntry, Observation } from "./machine.ts";
 import type { ScreenTarget } from "./screen-target.ts";
@@ -30,6 +31,8 @@ export interface ProviderCapabilities {
   graphical: boolean;
   maxScreens: number;
   pty: boolean;
+  /** The egress levels this backend enforces; `setEgress` refuses the others (EGRESS_UNSUPPORTED). */
+  egress: readonly EgressLevel[];
 }
 
 /**
@@ -179,6 +182,19 @@ export interface SandboxProvider {
    * with what it said; a path outside the home → PATH_OUTSIDE_HOME; a missing one → FILE_NOT_FOUND.
    */
   launch(ref: MachineRef, screen: number, request: LaunchRequest, options: LaunchOptions): Promise<Launched>;
+
+  /**
+   * Applies an egress policy to the machine now, running or stopped, within seconds and without a
+   * restart; it holds for the machine's later starts until another is set. Idempotent. A level
+   * outside `capabilities.egress` → EGRESS_UNSUPPORTED, and the machine keeps its policy.
+   * MACHINE_MISSING for an unknown machine.
+   */
+  setEgress(ref: MachineRef, policy: EgressPolicy): Promise<void>;
+  /**
+   * What the machine's policy refused after `after` (null: from the oldest kept), for backends
+   * that observe refusals; the others leave it out.
+   */
+  egressReport?(ref: MachineRef, after: string | null): Promise<EgressReport>;
 
   observe(ref: MachineRef, screen: number): Promise<Observation>;
   act(ref: MachineRef, screen: number, actions: DesktopAction[]): Promise<ActResult>;

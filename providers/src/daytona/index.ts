@@ -9,6 +9,7 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
+import { OPEN_EGRESS_ONLY, setOpenEgress } from "../kernel/egress.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { failure, kitProgram, SandboxMachine } from "../remote/machine.ts";
@@ -98,11 +99,15 @@ export function createDaytonaProvider({
 
   const provider: SandboxProvider = {
     kind,
-    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
+    // Nothing of the vendor's network settings is mapped yet, so only `open` is claimed, honestly;
+    // mapping the policy onto the vendor's own (networkBlockAll and its allow list) is the next step.
+    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false, egress: OPEN_EGRESS_ONLY },
 
     async verifyAccess() {
       await sandboxes.get(ACCESS_PROBE_ID);
     },
+
+    setEgress: (ref, policy) => setOpenEgress(provider, ref, policy),
 
     async provision(ref) {
       if (faults?.take("provision"))

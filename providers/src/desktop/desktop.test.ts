@@ -288,7 +288,7 @@ describe("desktop provider", () => {
   });
 
   it("observes a real 1280x800 PNG, and typing into the xterm changes it", async () => {
-    expect(provider.capabilities).toEqual({ graphical: true, maxScreens: 8, pty: false });
+    expect(provider.capabilities).toEqual({ graphical: true, maxScreens: 8, pty: false, egress: ["open"] });
     const ref = await fresh();
     const first = await provider.observe(ref, 0);
     const png = Buffer.from(first.png);

@@ -13,6 +13,7 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
+import { OPEN_EGRESS_ONLY, setOpenEgress } from "../kernel/egress.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { exportHome, importHome } from "./archive.ts";
@@ -115,9 +116,12 @@ export function createDesktopProvider(options: DesktopProviderOptions): DesktopP
 
   const provider: DesktopProvider = {
     kind: "desktop",
-    capabilities: { graphical, maxScreens: MAX_SCREENS, pty: false },
+    // its programs are the host's own, with the host's network: nothing stands between to enforce
+    capabilities: { graphical, maxScreens: MAX_SCREENS, pty: false, egress: OPEN_EGRESS_ONLY },
     // this host's own programs: no credential to check
     verifyAccess: async () => undefined,
+
+    setEgress: (ref, policy) => setOpenEgress(provider, ref, policy),
 
     async provision(ref) {
       if (!HOME_KEY.test(ref.homeKey)) {

@@ -10,6 +10,7 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
+import { ALL_EGRESS_LEVELS, requireEnforceable } from "../kernel/egress.ts";
 import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
@@ -57,7 +58,8 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
 
   const provider: SandboxProvider = {
     kind: "docker",
-    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
+    // the supervisor's firewall rules on the computers' network enforce every level
+    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false, egress: ALL_EGRESS_LEVELS },
 
     async verifyAccess() {
       // listing needs the bearer token, /health does not
@@ -87,6 +89,19 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
       const { status, matches } = await current(ref);
       if (!matches) return "missing";
       return status?.status === "running" ? "running" : "stopped";
+    },
+
+    async setEgress(ref, policy) {
+      requireEnforceable(provider.capabilities, policy);
+      await requireMachine(ref);
+      // the supervisor keeps it with the computer, so the container's later starts carry it too
+      await translated(() => supervisor.setEgress(computer(ref), policy));
+    },
+
+    async egressReport(ref, after) {
+      await requireMachine(ref);
+      const { report } = await translated(() => supervisor.egress(computer(ref), after));
+      return report;
     },
 
     async openScreen(ref, index) {

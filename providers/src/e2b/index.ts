@@ -8,6 +8,7 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
+import { OPEN_EGRESS_ONLY, setOpenEgress } from "../kernel/egress.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { kitProgram, SandboxMachine } from "../remote/machine.ts";
@@ -81,9 +82,13 @@ export function createE2bProvider({
 
   const provider: SandboxProvider = {
     kind,
-    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false },
+    // Nothing of the vendor's network settings is mapped yet, so only `open` is claimed, honestly;
+    // mapping the policy onto the vendor's own (allow_internet_access and its network rules) is the next step.
+    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false, egress: OPEN_EGRESS_ONLY },
 
     verifyAccess: () => sandboxes.verifyAccess(),
+
+    setEgress: (ref, policy) => setOpenEgress(provider, ref, policy),
 
     async provision(ref) {
       if (faults?.take("provision"))

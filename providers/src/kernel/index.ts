@@ -4,6 +4,7 @@
 export * from "./actions.ts";
 export * from "./child-output.ts";
 export * from "./control-password.ts";
+export * from "./egress.ts";
 export * from "./faults.ts";
 export * from "./home-archive.ts";
 export * from "./home-path.ts";

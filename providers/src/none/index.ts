@@ -7,13 +7,14 @@ export function createRefusingProvider(kind: ProviderKind, error: () => Provider
   };
   return {
     kind,
-    capabilities: { graphical: false, maxScreens: 0, pty: false },
+    capabilities: { graphical: false, maxScreens: 0, pty: false, egress: [] },
     // nothing to authenticate: what it refuses is the configuration's doing, not a credential's
     verifyAccess: async () => undefined,
     provision: async () => refuse(),
     stop: async () => refuse(),
     destroy: async () => refuse(),
     status: async () => refuse(),
+    setEgress: async () => refuse(),
     openScreen: async () => refuse(),
     openControl: async () => refuse(),
     closeControl: async () => refuse(),

@@ -8,5 +8,7 @@ conformanceSuite("fake", fake, {
     "it runs no browsers (no real screen), and its in-memory home is replaced in one step",
   "launch-starts-programs":
     "its shell runs no programs, so a launch fails with APP_LAUNCH_FAILED (api/test/tools.test.ts asserts that)",
+  "egress-refusals-observed":
+    "its shell opens no connections; api/test/egress-policy.test.ts injects refusals through fakeEgress",
 });
 faultSuite("fake", fake);

@@ -12,6 +12,7 @@ import { createDesktopProvider } from "../../src/desktop/index.ts";
 import { createDockerProvider } from "../../src/docker/index.ts";
 import { createE2bProvider } from "../../src/e2b/index.ts";
 import { openDirectory, removeInside } from "../../src/kernel/confined-walk.ts";
+import { fakeEgress } from "../fake/egress.ts";
 import { createFakeProvider } from "../fake/index.ts";
 import { ArmedFaults } from "../faults.ts";
 import type { MakeProvider } from "../suites/types.ts";
@@ -24,7 +25,13 @@ import type { MakeProvider } from "../suites/types.ts";
 /** In memory, built around a fresh fault plan, with nothing to tear down. */
 export const fake: MakeProvider = async () => {
   const faults = new ArmedFaults();
-  return { provider: createFakeProvider({ faults }), faults, cleanup: async () => {} };
+  const provider = createFakeProvider({ faults });
+  return {
+    provider,
+    faults,
+    appliedEgress: async (ref) => fakeEgress(provider).policyOf(ref.providerRef ?? ""),
+    cleanup: async () => {},
+  };
 };
 
 /** The host's own processes and screens, with homes in a temporary folder removed afterwards. */
@@ -54,14 +61,14 @@ export const desktop: MakeProvider = async () => {
 export const docker: MakeProvider = async () => {
   const supervisor = await startTestSupervisor();
   const faults = new ArmedFaults();
-  const provider = createDockerProvider({
-    supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token }),
-    faults,
-  });
+  const client = createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token });
+  const provider = createDockerProvider({ supervisor: client, faults });
   return {
     provider,
     faults,
     liveScreens: true,
+    appliedEgress: async ({ homeKey, computerId, workspaceId }) =>
+      (await client.egress({ homeKey, computerId, workspaceId }, null)).policy,
     withWrongCredential: () =>
       createDockerProvider({
         supervisor: createSupervisorClient({ baseUrl: supervisor.url, token: "w".repeat(40) }),

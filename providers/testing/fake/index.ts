@@ -3,6 +3,8 @@ import {
   type CommandEvent,
   type CommandRequest,
   type DesktopAction,
+  type EgressPolicy,
+  type EgressReport,
   type FileEntry,
   type MachineRef,
   type MachineStatus,
@@ -16,9 +18,11 @@ import {
 import { DOCKER_APPS, dockerScreenEnv } from "../../src/docker/index.ts";
 import { validateActions } from "../../src/kernel/actions.ts";
 import { checkControlPassword } from "../../src/kernel/control-password.ts";
+import { requireEnforceable } from "../../src/kernel/egress.ts";
 import type { FaultPlan } from "../../src/kernel/faults.ts";
 import { homeRelativePath } from "../../src/kernel/home-path.ts";
 import { launchByCommand } from "../../src/kernel/launch.ts";
+import { FakeEgress, registerFakeEgress } from "./egress.ts";
 import { type Clock, FakeHome } from "./filesystem.ts";
 import { ProcessTable } from "./processes.ts";
 import { runCommand } from "./run.ts";
@@ -29,7 +33,7 @@ export interface FakeProviderOptions {
   faults?: FaultPlan;
 }
 
-const CAPABILITIES: ProviderCapabilities = { graphical: true, maxScreens: 8, pty: false };
+const SCREENS = 8;
 const VNC_BASE_PORT = 5900;
 /** Control targets are never connected to; their ports only need to differ from the view ones. */
 const VNC_CONTROL_BASE_PORT = 5950;
@@ -60,6 +64,15 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
   let machinesMade = 0;
   let ticks = 0;
   const clock: Clock = () => new Date(CLOCK_EPOCH_MS + ticks++ * 1_000);
+  const egress = new FakeEgress();
+  const capabilities: ProviderCapabilities = {
+    graphical: true,
+    maxScreens: SCREENS,
+    pty: false,
+    get egress() {
+      return egress.levels;
+    },
+  };
 
   const homeOf = (homeKey: string): FakeHome => {
     let home = homes.get(homeKey);
@@ -92,10 +105,10 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
   };
 
   const requireScreenIndex = (index: number) => {
-    if (!Number.isInteger(index) || index < 0 || index >= CAPABILITIES.maxScreens) {
+    if (!Number.isInteger(index) || index < 0 || index >= SCREENS) {
       throw new ProviderError(
         "INVALID_SCREEN",
-        `screen ${index} does not exist; this computer has screens 0 to ${CAPABILITIES.maxScreens - 1}`,
+        `screen ${index} does not exist; this computer has screens 0 to ${SCREENS - 1}`,
       );
     }
   };
@@ -119,7 +132,7 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
 
   const provider: SandboxProvider = {
     kind: "fake",
-    capabilities: CAPABILITIES,
+    capabilities,
     verifyAccess: async () => undefined,
 
     async provision(ref: MachineRef): Promise<Provisioned> {
@@ -155,6 +168,7 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
       if (!machine) return;
       halt(machine);
       machines.delete(machine.providerRef);
+      egress.forget(machine.providerRef);
     },
 
     async status(ref: MachineRef): Promise<MachineStatus> {
@@ -163,6 +177,15 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
 
     async keepAlive(ref: MachineRef): Promise<void> {
       existing(ref);
+    },
+
+    async setEgress(ref: MachineRef, policy: EgressPolicy): Promise<void> {
+      requireEnforceable(capabilities, policy);
+      egress.apply(existing(ref).providerRef, policy);
+    },
+
+    async egressReport(ref: MachineRef, after: string | null): Promise<EgressReport> {
+      return egress.report(existing(ref).providerRef, after);
     },
 
     async openScreen(ref: MachineRef, index: number): Promise<ScreenTarget> {
@@ -270,5 +293,6 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
     launch: (ref, screen, request, options) =>
       launchByCommand(provider, DOCKER_APPS, ref, screen, request, options),
   };
+  registerFakeEgress(provider, egress);
   return provider;
 }

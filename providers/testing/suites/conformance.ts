@@ -10,6 +10,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   BROWSER_SETTLE_MS,
   type DesktopAction,
+  EGRESS_LEVELS,
+  type EgressLevel,
+  type EgressPolicy,
   EXIT_ABORTED,
   EXIT_TIMED_OUT,
   type MachineRef,
@@ -167,6 +170,8 @@ export type ConformanceException =
   | "refuses-a-wrong-credential"
   | "import-while-a-browser-writes"
   | "launch-starts-programs"
+  /** A connection its policy refused shows in its egress report (a backend enforcing `offline`). */
+  | "egress-refusals-observed"
   /**
    * The vendor serves a screen from one server of its own, for view and control alike (Box): the
    * proxy lets input through only for control and withholds the clipboard from views, and there is
@@ -861,6 +866,94 @@ export function conformanceSuite(
         },
         CASE_TIMEOUT_MS,
       );
+    });
+
+    describe("egress", () => {
+      const policyOf = (level: EgressLevel): EgressPolicy => ({
+        level,
+        // a documentation address (RFC 5737): never a real destination
+        allow: level === "allowlist" ? [{ host: "192.0.2.10", ports: [443] }] : [],
+      });
+      /** The strictest level the backend enforces. */
+      const strictest = (p: SandboxProvider): EgressLevel => {
+        const level = EGRESS_LEVELS.findLast((l) => p.capabilities.egress.includes(l));
+        if (!level) throw new Error(`${name} enforces no egress level`);
+        return level;
+      };
+
+      it(
+        "applies each level it enforces and refuses the others with EGRESS_UNSUPPORTED",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          for (const level of EGRESS_LEVELS) {
+            if (p.capabilities.egress.includes(level)) await p.setEgress(ref, policyOf(level));
+            else {
+              const error = await expectProviderError(
+                p.setEgress(ref, policyOf(level)),
+                "EGRESS_UNSUPPORTED",
+              );
+              for (const can of p.capabilities.egress) expect(error.message).toContain(can);
+            }
+          }
+          await expectProviderError(
+            p.setEgress(testRef(ref.homeKey, "no-such-machine-0000"), policyOf("open")),
+            "MACHINE_MISSING",
+          );
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "keeps the policy across a stop and a resume, and takes one while stopped",
+        async () => {
+          const p = provider();
+          const ref = await machines.fresh();
+          const strict = policyOf(strictest(p));
+          await p.setEgress(ref, strict);
+          await p.stop(ref);
+          if (put?.appliedEgress) expect(await put.appliedEgress(ref)).toEqual(strict);
+          const next = policyOf(p.capabilities.egress[0] ?? "open");
+          await p.setEgress(ref, next);
+          await p.provision(ref);
+          if (put?.appliedEgress) expect(await put.appliedEgress(ref)).toEqual(next);
+          await p.setEgress(ref, strict);
+          if (put?.appliedEgress) expect(await put.appliedEgress(ref)).toEqual(strict);
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      unlessExcused("egress-refusals-observed", () => {
+        it(
+          "refuses a connection offline and reports it with its destination",
+          async () => {
+            const p = provider();
+            if (!p.egressReport) throw new Error(`${name} observes refusals but has no egressReport`);
+            const ref = await machines.fresh();
+            await p.setEgress(ref, policyOf("offline"));
+            const before = await p.egressReport(ref, null);
+            const tried = await collectRun(p, ref, {
+              command:
+                "timeout 5 bash -c 'exec 3<>/dev/tcp/192.0.2.1/9' 2>/dev/null && echo connected || echo refused",
+              timeoutMs: 15_000,
+            });
+            expect(tried.stdout.trim()).toBe("refused");
+            let refusals = before.refusals;
+            const seen = await eventually(async () => {
+              const report = await p.egressReport?.(ref, before.cursor);
+              refusals = report?.refusals ?? [];
+              return refusals.some((r) => r.address === "192.0.2.1");
+            }, 10_000);
+            expect(seen ? refusals.find((r) => r.address === "192.0.2.1") : refusals).toMatchObject({
+              address: "192.0.2.1",
+              port: 9,
+              protocol: "tcp",
+            });
+            expect((await p.egressReport(ref, null)).refusedTotal).toBeGreaterThan(before.refusedTotal);
+          },
+          CASE_TIMEOUT_MS,
+        );
+      });
     });
 
     describe("browsers", () => {

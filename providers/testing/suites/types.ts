@@ -3,6 +3,7 @@ import { expect } from "vitest";
 import {
   type CommandEvent,
   type CommandRequest,
+  type EgressPolicy,
   type FileEntry,
   type MachineRef,
   ProviderError,
@@ -17,6 +18,11 @@ export interface ProviderUnderTest {
   faults: ArmedFaults;
   /** Screen targets are real VNC servers on this host, so the suites connect to them. */
   liveScreens?: boolean;
+  /**
+   * The egress policy the backend's enforcing side holds for the machine now (null: none), where
+   * it can be asked: how the suite sees a policy outlive a stop.
+   */
+  appliedEgress?(ref: MachineRef): Promise<EgressPolicy | null>;
   /** The same backend given a credential it must refuse (absent: excused from "refuses-a-wrong-credential"). */
   withWrongCredential?(): SandboxProvider;
   cleanup(): Promise<void>;
