@@ -11,6 +11,7 @@ import type { AppDeps } from "./context.ts";
 import { credentialRoutes } from "./credentials/routes.ts";
 import { deploymentRoutes } from "./deployment/routes.ts";
 import { doctorRoutes } from "./doctor/routes.ts";
+import { egressRoutes } from "./egress/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { accessLog } from "./http/access-log.ts";
 import { wellFormedText } from "./http/body.ts";
@@ -58,6 +59,7 @@ export function createApp(deps: AppDeps) {
   app.route("/", deploymentRoutes());
   app.route("/", botRoutes());
   app.route("/", computerRoutes());
+  app.route("/", egressRoutes());
   app.route("/", computerToolRoutes());
   app.route("/", checkpointRoutes());
   app.route("/", screenRoutes());

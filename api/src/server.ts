@@ -18,6 +18,7 @@ import type { ApiEnv } from "./config/env.ts";
 import { resolveSecrets } from "./config/secrets.ts";
 import type { AppDeps } from "./context.ts";
 import { createCredentialCipher } from "./credentials/cipher.ts";
+import { egressRefusalJob } from "./egress/refusals.ts";
 import { startPeriodicJob } from "./housekeeping/periodic-job.ts";
 import { answerClientErrors } from "./http/client-errors.ts";
 import { redemptionPruneJob } from "./internal/redemptions.ts";
@@ -110,6 +111,7 @@ export async function startApi(
     sessionExpiryJob(deps),
     idleSuspensionJob(deps),
     reconciliationJob(deps),
+    egressRefusalJob(deps),
     redemptionPruneJob(deps),
     checkpointRetryJob(deps),
   ].map((job) => startPeriodicJob(deps, job));

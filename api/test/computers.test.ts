@@ -307,6 +307,7 @@ describe("with the fake provider", () => {
         movesOnNextStart: false,
         computersDisabled: false,
         lastActivityAt: null,
+        egress: { level: "default", allow: [], inherited: true },
         sessions: [],
         screens: [],
         control: [],

@@ -1,3 +1,4 @@
+import { EGRESS_LEVELS } from "@cubicle/providers/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer } from "./support/computers.ts";
 import {
@@ -1144,6 +1145,115 @@ const MATRIX: Row[] = [
         allowed: async () =>
           expect(await computerRow(id)).toMatchObject({ state: "stopped", provider_ref: null }),
         refused: async () => expect((await computerRow(id)).provider_ref).not.toBeNull(),
+      };
+    },
+  },
+
+  // Egress policies: anyone in the workspace reads them; a signed-in admin changes them
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/egress-policy",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => ({
+      allowed: (r) => expect(EGRESS_LEVELS).toContain(r.json.level),
+    }),
+  },
+  {
+    method: "PUT",
+    path: "/v1/workspaces/{workspaceId}/egress-policy",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const host = `${unique("allowed")}.example.com`;
+      const stored = async () =>
+        (
+          await db()
+            .selectFrom("workspace_egress_policies")
+            .select("allow")
+            .where("workspace_id", "=", w.workspaceId)
+            .executeTakeFirst()
+        )?.allow.map((d) => d.host) ?? [];
+      return {
+        body: { level: "allowlist", allow: [{ host, ports: [443] }] },
+        allowed: async () => expect(await stored()).toEqual([host]),
+        refused: async () => expect(await stored()).not.toContain(host),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/egress-policy",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => ({
+      path: ws(`/v1/workspaces/{workspaceId}/computers/${computerId}/egress-policy`),
+      allowed: (r) => expect(r.json).toMatchObject({ inherited: expect.any(Boolean), enforced: true }),
+    }),
+  },
+  {
+    method: "PUT",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/egress-policy",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const id = await freshComputer(false);
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/computers/${id}/egress-policy`),
+        body: { level: "offline" },
+        allowed: async () => expect((await computerRow(id)).egress_level).toBe("offline"),
+        refused: async () => expect((await computerRow(id)).egress_level).toBeNull(),
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/computers/{computerId}/egress-policy",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: ROLE,
+      viewer: ROLE,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: PERSON,
+    },
+    prepare: async () => {
+      const id = await freshComputer(false);
+      const path = ws(`/v1/workspaces/{workspaceId}/computers/${id}/egress-policy`);
+      expectStatus(await w.people.owner.put(path, { level: "open" }), 200);
+      return {
+        path,
+        allowed: async () => expect((await computerRow(id)).egress_level).toBeNull(),
+        refused: async () => expect((await computerRow(id)).egress_level).toBe("open"),
       };
     },
   },

@@ -27,6 +27,20 @@ export type CheckpointReason = (typeof CHECKPOINT_REASONS)[number];
 export const ACTOR_TYPES = ["user", "api_key", "system", "anonymous"] as const;
 export type ActorType = (typeof ACTOR_TYPES)[number];
 
+/**
+ * Egress levels as the database stores them: the provider contract's EGRESS_LEVELS (the db package
+ * depends on no other; api/src/egress/ checks at compile time that the two lists agree).
+ */
+export const EGRESS_LEVEL_VALUES = ["open", "default", "allowlist", "offline"] as const;
+export type StoredEgressLevel = (typeof EGRESS_LEVEL_VALUES)[number];
+/** One allowed destination as stored in an `allow` jsonb column. */
+export interface StoredEgressDestination {
+  host: string;
+  ports: number[];
+}
+/** A jsonb list of destinations: read parsed, written as its JSON text. */
+type EgressAllow = ColumnType<StoredEgressDestination[], string, string>;
+
 export type ComputerHost = "isolated" | "this-host";
 export type ComputerMode = "team" | "private";
 
@@ -63,7 +77,47 @@ export interface ComputersTable {
   state: ColumnType<ComputerState, ComputerState | undefined, ComputerState>;
   state_detail: string | null;
   last_activity_at: NullableTimestamp;
+  /** Its own egress policy; null (with egress_allow) when it inherits its workspace's. */
+  egress_level: ColumnType<
+    StoredEgressLevel | null,
+    StoredEgressLevel | null | undefined,
+    StoredEgressLevel | null
+  >;
+  egress_allow: ColumnType<StoredEgressDestination[] | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
+  updated_at: DefaultedTimestamp;
+}
+
+/** A workspace's egress policy, which its computers inherit; no row is the `default` level. */
+export interface WorkspaceEgressPoliciesTable {
+  workspace_id: string;
+  level: StoredEgressLevel;
+  allow: EgressAllow;
+  updated_at: DefaultedTimestamp;
+}
+
+/** One refused destination's audit window: when it was last audited, and what was folded since. */
+export interface EgressAuditWindow {
+  destination: { address: string; port: number | null; protocol: string };
+  auditedAt: string;
+  /** Refusals of the destination since `auditedAt` not yet in any audit entry. */
+  folded: number;
+  /** The first and last of those (ISO 8601), when `folded` > 0. */
+  firstAt: string | null;
+  lastAt: string | null;
+}
+
+/** How far the refusal job read a computer's egress report, and its audit windows by destination. */
+export interface ComputerEgressRefusalsTable {
+  computer_id: string;
+  workspace_id: string;
+  /** The machine the cursor and machine_total belong to; a new machine starts them over. */
+  machine_ref: string;
+  cursor: string | null;
+  machine_total: number;
+  /** Every refusal seen on the computer, across its machines. */
+  refused_total: number;
+  windows: ColumnType<Record<string, EgressAuditWindow>, string, string>;
   updated_at: DefaultedTimestamp;
 }
 
@@ -164,6 +218,8 @@ export interface DomainTables {
   deployment_settings: DeploymentSettingsTable;
   bots: BotsTable;
   computers: ComputersTable;
+  workspace_egress_policies: WorkspaceEgressPoliciesTable;
+  computer_egress_refusals: ComputerEgressRefusalsTable;
   checkpoints: CheckpointsTable;
   checkpoint_retries: CheckpointRetriesTable;
   execution_leases: ExecutionLeasesTable;

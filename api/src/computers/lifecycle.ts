@@ -3,6 +3,8 @@ import { ProviderError } from "@cubicle/providers/contract";
 import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
+import { applyToMachine } from "../egress/apply.ts";
+import { policyOfComputer } from "../egress/policy.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { type Machine, machineOfRecord, machineRefOf } from "./repository.ts";
@@ -133,7 +135,7 @@ const byScope = (db: Kysely<Database>, scopeKey: string) =>
  * that says running and a provider that agrees only get their activity touched. Otherwise the
  * provider provisions: it resumes the same machine when the stored providerRef still works for
  * the same provider kind, else makes a fresh one, whose home is restored from the latest checkpoint
- * (or `restoreRevisionId`).
+ * (or `restoreRevisionId`). Either way the machine is given the computer's egress policy first.
  */
 export function ensureRunning(
   deps: ComputerDeps,
@@ -157,6 +159,9 @@ export function ensureRunning(
       const ref = machineRefOf(row, provider);
       const provisioned = await provider.provision(ref);
       const machine: Machine = { provider, ref: { ...ref, providerRef: provisioned.providerRef } };
+      // before anything runs on it or it is reported running: a fresh machine has no policy yet,
+      // and a resumed one is given its current one (its workspace's may have changed meanwhile)
+      await applyToMachine(machine, (await policyOfComputer(db, row)).policy);
       if (provisioned.fresh && deps.checkpoints) {
         await deps.checkpoints.restoreFresh({
           computer: row,
@@ -486,6 +491,18 @@ function withoutCheckpoints<T>(deps: ComputerDeps, computerId: string, task: () 
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `task` while no lifecycle change of the computer runs in this process (nor another such
+ * task): e.g. an egress policy applied to a machine that is not being provisioned at that moment.
+ */
+export function withComputerLock<T>(
+  deps: ComputerDeps,
+  computerId: string,
+  task: () => Promise<T>,
+): Promise<T> {
+  return lockOf(deps).run(computerId, task);
+}
 
 // One lock per api instance (keyed by its Sandbox), so that several instances in one test
 // process behave like separate replicas and rely on the database guard between them.

@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import { actorOf } from "../auth/principal.ts";
 import type { AppEnv } from "../context.ts";
+import { describedPolicy, EgressPolicySchema, effectivePolicy, workspacePolicy } from "../egress/policy.ts";
 import { iso, isoOrNull } from "../http/iso.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
@@ -42,6 +43,12 @@ const ComputerSchema = z
         "The effective provider runs no computers (SANDBOX_PROVIDER is none, or a remote provider has no key).",
     }),
     lastActivityAt: z.string().datetime().nullable(),
+    egress: EgressPolicySchema.extend({
+      inherited: z.boolean().openapi({ description: "The workspace's policy, for want of its own." }),
+    }).openapi({
+      description:
+        "Where its programs may open connections (what its provider enforces: the egress-policy route).",
+    }),
     sessions: z
       .array(
         z.object({
@@ -230,8 +237,10 @@ async function views(c: Context<AppEnv>, computers: Computer[]): Promise<z.infer
   const db = c.var.deps.database.db;
   const computerIds = computers.map((computer) => computer.id);
   const botIds = computers.flatMap((computer) => (computer.bot_id ? [computer.bot_id] : []));
-  const [choice, sessions, screens, control, bots] = await Promise.all([
+  const [choice, workspaceEgress, sessions, screens, control, bots] = await Promise.all([
     c.var.deps.sandbox.choice(),
+    // every computer listed is of the route's workspace
+    workspacePolicy(db, c.var.workspace.workspaceId),
     openSessions(db, { computerIds }),
     screensInUse(db, { computerIds }),
     screensControlled(db, computerIds),
@@ -256,6 +265,7 @@ async function views(c: Context<AppEnv>, computers: Computer[]): Promise<z.infer
       movesOnNextStart: movesOnNextStart(computer.provider_kind, choice.effective),
       computersDisabled: computersDisabled(choice.effective),
       lastActivityAt: isoOrNull(computer.last_activity_at),
+      egress: describedPolicy(effectivePolicy(computer, workspaceEgress)),
       sessions: of(sessions).map((s) => ({
         id: s.id,
         fence: s.fence,

@@ -79,6 +79,10 @@ export interface SandboxEnv {
   readonly idleMs: number;
   /** How often the records of running computers are checked against their provider. */
   readonly reconcileMs: number;
+  /** How often running computers' providers are asked what their egress policy refused. */
+  readonly egressPollMs: number;
+  /** At most one audit entry per computer and refused destination in this long. */
+  readonly egressAuditWindowMs: number;
   readonly commandTimeoutMs: number;
   readonly e2bApiKey: string | undefined;
   readonly e2bApiUrl: string | undefined;
@@ -304,6 +308,8 @@ const schema = z
     CHECKPOINT_KEEP_DAILY_DAYS: wholeNumber(14, 0, 3_650),
     SANDBOX_IDLE_MS: positiveMilliseconds(600_000),
     SANDBOX_RECONCILE_MS: positiveMilliseconds(30_000),
+    SANDBOX_EGRESS_POLL_MS: positiveMilliseconds(5_000),
+    SANDBOX_EGRESS_AUDIT_WINDOW_MS: positiveMilliseconds(600_000),
     SANDBOX_COMMAND_TIMEOUT_MS: positiveMilliseconds(300_000),
     E2B_API_KEY: optionalTrimmed,
     // the SDK's own redirect settings (an E2B-compatible endpoint, a self-hosted E2B)
@@ -380,6 +386,8 @@ const schema = z
         supervisorToken: raw.SANDBOX_SUPERVISOR_TOKEN,
         idleMs: raw.SANDBOX_IDLE_MS,
         reconcileMs: raw.SANDBOX_RECONCILE_MS,
+        egressPollMs: raw.SANDBOX_EGRESS_POLL_MS,
+        egressAuditWindowMs: raw.SANDBOX_EGRESS_AUDIT_WINDOW_MS,
         commandTimeoutMs: raw.SANDBOX_COMMAND_TIMEOUT_MS,
         e2bApiKey: raw.E2B_API_KEY,
         e2bApiUrl: raw.E2B_API_URL,

@@ -5,6 +5,8 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client
 export interface Metrics {
   registry: Registry;
   middleware: MiddlewareHandler;
+  /** Connections a computer's egress policy refused, as the refusal job reads them. */
+  egressRefused: Counter<"workspace" | "computer">;
 }
 
 /** One registry per app instance, so tests that build several apps do not collide. */
@@ -34,5 +36,11 @@ export function createMetrics(): Metrics {
     requests.inc({ ...labels, status: String(c.res.status) });
     duration.observe(labels, (performance.now() - started) / 1000);
   };
-  return { registry, middleware };
+  const egressRefused = new Counter({
+    name: "cubicle_computer_egress_refused_total",
+    help: "Connections a computer's egress policy refused, by workspace and computer.",
+    labelNames: ["workspace", "computer"],
+    registers: [registry],
+  });
+  return { registry, middleware, egressRefused };
 }

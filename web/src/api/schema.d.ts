@@ -3103,6 +3103,441 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/egress-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workspace's egress policy, which its computers inherit
+         * @description Where computers' programs may open connections; `default` until an admin sets another.
+         *
+         *     Access: workspace viewer or higher.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WorkspaceEgressPolicy"];
+                    };
+                };
+                /** @description The request is not valid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No valid session or API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The caller's role does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found, or not visible to the caller. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set the workspace's egress policy
+         * @description Applied at once to the workspace's running computers that inherit it, without restarting them; the answer comes once each has it. If one fails, those already changed get the previous policy back and nothing is kept. A person sets it, never an API key: the policy confines what keys drive.
+         *
+         *     Access: workspace admin or higher, signed in as a person.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["EgressPolicyInput"];
+                };
+            };
+            responses: {
+                /** @description Set and applied */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WorkspaceEgressPolicy"];
+                    };
+                };
+                /** @description The request is not valid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No valid session or API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The caller's role does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found, or not visible to the caller. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider cannot enforce the level (EGRESS_UNSUPPORTED); the detail names those it can */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider failed to apply it (PROVIDER_FAILURE); the previous policy stays */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider does not answer (PROVIDER_UNAVAILABLE); the previous policy stays */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/computers/{computerId}/egress-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A computer's effective egress policy, whether its provider enforces it, and what it refused
+         * @description Access: workspace viewer or higher.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceId: string;
+                    computerId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ComputerEgressPolicy"];
+                    };
+                };
+                /** @description The request is not valid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No valid session or API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The caller's role does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found, or not visible to the caller. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        /**
+         * Give a computer its own egress policy, overriding its workspace's
+         * @description Applied to its machine at once, without a restart; the answer comes once the provider applied it. If the provider fails, the previous policy stays.
+         *
+         *     Access: workspace admin or higher, signed in as a person.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceId: string;
+                    computerId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["EgressPolicyInput"];
+                };
+            };
+            responses: {
+                /** @description Set and applied */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ComputerEgressPolicy"];
+                    };
+                };
+                /** @description The request is not valid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No valid session or API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The caller's role does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found, or not visible to the caller. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider cannot enforce the level (EGRESS_UNSUPPORTED); the detail names those it can */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider failed to apply it (PROVIDER_FAILURE); the previous policy stays */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider does not answer (PROVIDER_UNAVAILABLE); the previous policy stays */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /**
+         * Return a computer to its workspace's egress policy
+         * @description Access: workspace admin or higher, signed in as a person.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceId: string;
+                    computerId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Inheriting, and applied */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ComputerEgressPolicy"];
+                    };
+                };
+                /** @description The request is not valid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No valid session or API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The caller's role does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found, or not visible to the caller. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider cannot enforce the level (EGRESS_UNSUPPORTED); the detail names those it can */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider failed to apply it (PROVIDER_FAILURE); the previous policy stays */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The provider does not answer (PROVIDER_UNAVAILABLE); the previous policy stays */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspaceId}/computers/{computerId}/shell": {
         parameters: {
             query?: never;
@@ -6305,6 +6740,11 @@ export interface components {
             computersDisabled: boolean;
             /** Format: date-time */
             lastActivityAt: string | null;
+            /** @description Where its programs may open connections (what its provider enforces: the egress-policy route). */
+            egress: components["schemas"]["EgressPolicy"] & {
+                /** @description The workspace's policy, for want of its own. */
+                inherited: boolean;
+            };
             /** @description Open sessions on it. */
             sessions: {
                 id: string;
@@ -6340,6 +6780,49 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        EgressDestination: {
+            /** @example api.example.com */
+            host: string;
+            /**
+             * @description TCP and UDP ports; empty (the default) allows every port.
+             * @default []
+             */
+            ports: number[];
+        };
+        EgressPolicy: {
+            /**
+             * @description `open`: everything but the host Cubicle runs on. `default`: the public internet only (no private, link-local or multicast ranges, no other computers). `allowlist`: only `allow`. `offline`: nothing.
+             * @enum {string}
+             */
+            level: "open" | "default" | "allowlist" | "offline";
+            allow: components["schemas"]["EgressDestination"][];
+        };
+        WorkspaceEgressPolicy: components["schemas"]["EgressPolicy"] & {
+            /** @description The levels the provider new machines run on enforces; the others cannot be chosen. */
+            enforceableLevels: ("open" | "default" | "allowlist" | "offline")[];
+        };
+        EgressPolicyInput: {
+            /**
+             * @description `open`: everything but the host Cubicle runs on. `default`: the public internet only (no private, link-local or multicast ranges, no other computers). `allowlist`: only `allow`. `offline`: nothing.
+             * @enum {string}
+             */
+            level: "open" | "default" | "allowlist" | "offline";
+            /**
+             * @description With `allowlist` only: 1 to 64 destinations.
+             * @default []
+             */
+            allow: components["schemas"]["EgressDestination"][];
+        };
+        ComputerEgressPolicy: components["schemas"]["EgressPolicy"] & {
+            /** @description The workspace's policy, for want of the computer's own. */
+            inherited: boolean;
+            /** @description Whether the computer's provider enforces this level (where not, the machine reaches what its host lets it). */
+            enforced: boolean;
+            /** @description The levels the computer's provider enforces. */
+            enforceableLevels: ("open" | "default" | "allowlist" | "offline")[];
+            /** @description Connections its policy refused, as far as Cubicle has read. */
+            refusedTotal: number;
         };
         ShellEvent: {
             /** @enum {string} */
