@@ -43,7 +43,7 @@ export class EgressEnforcer {
   private readonly bound = new Map<string, Bound>();
   private readonly tags = new Map<string, string>();
   private readonly log = new RefusalLog((tag) => this.tags.get(tag));
-  private readonly resolver = new Resolver({ timeout: 5_000, tries: 2 });
+  private readonly resolver = new Resolver({ timeout: 5_000, tries: 3 });
   private bridge: string | null = null;
   private subnet: string | null = null;
 
@@ -135,6 +135,25 @@ export class EgressEnforcer {
     });
   }
 
+  /**
+   * Removes the jumps of computers that no longer run at their jump's address (stopped or removed
+   * behind the supervisor's back, or while it was down), whichever supervisor made them: an address
+   * Docker hands out again must not carry an old computer's policy.
+   */
+  async sweep(addressNow: (homeKey: string) => Promise<string | null>): Promise<void> {
+    for (const rule of (await chainRules(EGRESS_CHAIN)) ?? []) {
+      const match =
+        /-s (\S+)\/32 -m comment --comment "cubicle-egress:([^"]+)" -[gj] CE-[0-9a-f]{16}-([AB])$/.exec(rule);
+      if (!match) continue;
+      const [, address, homeKey, generation] = match as unknown as [string, string, string, Generation];
+      if ((await addressNow(homeKey)) === address) continue;
+      await this.locks.run(homeKey, async () => {
+        await restore([rule.replace(/^-A /, "-D ")]).catch(() => undefined);
+        await this.dropChains(homeKey, generation);
+      });
+    }
+  }
+
   async report(
     homeKey: string,
     after: string | null,
@@ -185,12 +204,16 @@ export class EgressEnforcer {
       subnet: this.subnet as string,
       allowed,
     });
-    const stale = (await this.jumpsOf(homeKey, address)).map((rule) => rule.replace(/^-A /, "-D "));
-    await restore([
-      ...built.lines,
-      ...stale,
-      `-I ${EGRESS_CHAIN} 2 -s ${address}/32 -m comment --comment ${jumpComment(homeKey)} -g ${built.chain}`,
-    ]);
+    const swap = async () => {
+      const stale = (await this.jumpsOf(homeKey, address)).map((rule) => rule.replace(/^-A /, "-D "));
+      await restore([
+        ...built.lines,
+        ...stale,
+        `-I ${EGRESS_CHAIN} 2 -s ${address}/32 -m comment --comment ${jumpComment(homeKey)} -g ${built.chain}`,
+      ]);
+    };
+    // another supervisor on this host may have removed a stale jump between the read and the swap
+    await swap().catch(swap);
     if (previous) await this.dropChains(homeKey, previous);
     this.bind(homeKey, address, JSON.stringify(allowed), ttl);
   }

@@ -104,6 +104,10 @@ export class DockerContainerManager implements ContainerManager {
           await this.attachEgress(ref, found.info);
       });
     }
+    await this.egressEnforcer.sweep(async (homeKey) => {
+      const found = await inspectByHomeKey(this.docker, homeKey);
+      return found && isRunning(found.info) ? addressOf(found.info, this.config.network) : null;
+    });
   }
 
   /** Whether the computer's home is in this supervisor's DATA_DIR (several may share one engine). */
