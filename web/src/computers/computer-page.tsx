@@ -5,6 +5,7 @@ import { AuditTrail } from "@/audit/audit-trail.tsx";
 import { useMe } from "@/auth/session.ts";
 import { CheckpointTimeline } from "@/checkpoints/checkpoint-timeline.tsx";
 import { CommandRunner } from "@/commands/command-runner.tsx";
+import { ComputerEgressPanel } from "@/egress/computer-egress.tsx";
 import { FileBrowser } from "@/files/file-browser.tsx";
 import { WithRole } from "@/members/roles.tsx";
 import { LiveScreens } from "@/screens/live-screens.tsx";
@@ -107,6 +108,13 @@ function ComputerDetails({ computerId, role }: { computerId: string; role: Role 
           ) : (
             <p className="notice">The computer is {data.state}; commands run while it runs.</p>
           )}
+        </Section>
+
+        <Section
+          title="Network access"
+          description="Where its programs may open connections, enforced outside the computer."
+        >
+          <ComputerEgressPanel workspaceId={workspaceId} computerId={computerId} role={role} />
         </Section>
 
         <Section title="Files">

@@ -1,19 +1,24 @@
 "use client";
 
 import { useMe } from "@/auth/session.ts";
+import { WorkspaceEgressPanel } from "@/egress/workspace-egress.tsx";
+import { WithRole } from "@/members/roles.tsx";
 import { DeploymentSettingsPanel } from "@/settings/deployment-settings-panel.tsx";
 import { SandboxHealth } from "@/settings/sandbox-health.tsx";
 import { PageHeader } from "@/ui/app-shell.tsx";
+import { useWorkspace } from "@/workspaces/queries.ts";
 
 export default function SettingsPage() {
   const me = useMe();
+  const { workspaceId } = useWorkspace();
   return (
     <>
       <PageHeader
         title="Settings"
-        description="How this Cubicle deployment runs computers, and who may join it."
+        description="How this workspace's computers reach the network, how this Cubicle deployment runs computers, and who may join it."
       />
       <div className="stack">
+        <WithRole>{(role) => <WorkspaceEgressPanel workspaceId={workspaceId} role={role} />}</WithRole>
         <SandboxHealth />
         {me.data?.isDeploymentOwner ? (
           <DeploymentSettingsPanel />
