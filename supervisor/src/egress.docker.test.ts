@@ -62,8 +62,10 @@ async function resolve(ref: ComputerRef, name: string): Promise<string> {
 }
 
 /** Polls `check` until it passes or 5 s went by (a policy change applies within that). */
-async function within5s(check: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + 5_000;
+const within5s = (check: () => Promise<void>) => eventually(check, 5_000);
+
+async function eventually(check: () => Promise<void>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
   for (;;) {
     try {
       return await check();
@@ -187,6 +189,21 @@ describe("egress policies on Docker computers", () => {
       expect(await startedAt(computer)).toBe(started);
     },
   );
+
+  it("an allowlisted name follows its DNS records as they expire", LONG, async () => {
+    const [first, second] = hosts.publicAddresses;
+    const name = `moving.egress-${suffix}.test`;
+    hosts.setRecord(name, first);
+    await client.setEgress(computer, { level: "allowlist", allow: [{ host: name, ports: [hosts.port] }] });
+    expect(await reach(computer, first, hosts.port)).toBe(`hello ${first}`);
+    expect(await reach(computer, second, hosts.port)).toBe("");
+    hosts.setRecord(name, second);
+    // the supervisor asks again when the records expire, but not sooner than every 30 s
+    await eventually(async () => {
+      expect(await reach(computer, second, hosts.port)).toBe(`hello ${second}`);
+    }, 90_000);
+    expect(await reach(computer, first, hosts.port)).toBe("");
+  });
 
   it(
     "keeps the policy across a restart of the computer and of the supervisor; drops jumps of computers gone meanwhile",

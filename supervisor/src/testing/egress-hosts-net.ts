@@ -16,6 +16,8 @@ export interface EgressHosts {
   port: number;
   /** Names the DNS server answers, to their addresses. */
   records: Record<string, string>;
+  /** Makes the DNS server answer `address` for `name` from now on. */
+  setRecord(name: string, address: string): void;
   close(): Promise<void>;
 }
 
@@ -91,20 +93,23 @@ export async function startEgressHosts(
         JSON.stringify({ tcp, dns: { address: hostsOf.dnsAddress, records: names } }),
       ],
       // tsx resolves from the supervisor's folder
-      { stdio: ["ignore", "pipe", "pipe"], cwd: fileURLToPath(new URL("../..", import.meta.url)) },
+      { stdio: ["pipe", "pipe", "pipe"], cwd: fileURLToPath(new URL("../..", import.meta.url)) },
     );
     server = child;
     await new Promise<void>((resolve, reject) => {
       let output = "";
       const onData = (chunk: Buffer) => {
         output += chunk.toString();
-        if (output.includes("ready")) resolve();
+        if (output.split("\n").includes("ready")) resolve();
       };
       child.stdout?.on("data", onData);
       child.stderr?.on("data", onData);
       child.once("exit", (code) => reject(new Error(`the stand-in hosts exited (${code}): ${output}`)));
     });
-    return { ...hostsOf, records: names, close };
+    const setRecord = (name: string, address: string) => {
+      child.stdin?.write(`${JSON.stringify({ name, address })}\n`);
+    };
+    return { ...hostsOf, records: names, setRecord, close };
   } catch (error) {
     await close();
     throw error;

@@ -2,10 +2,12 @@
  * The stand-in hosts of the egress tests, run inside a network namespace the test made
  * (`ip netns exec <ns> node --import tsx egress-hosts.ts <json>`): a TCP server per address that
  * greets with `hello <address>`, and a DNS server answering A records for the test's names
- * (NXDOMAIN otherwise). Prints `ready` once everything listens.
+ * (NXDOMAIN otherwise) with a TTL of 1 s, so a resolver asks again soon. A line
+ * `{"name": …, "address": …}` on stdin changes a record. Prints `ready` once everything listens.
  */
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
+import { createInterface } from "node:readline";
 import * as dnsPacket from "dns-packet";
 
 interface Hosts {
@@ -35,12 +37,16 @@ async function main(): Promise<void> {
       questions: query.questions,
       answers:
         address && question?.type === "A"
-          ? [{ type: "A", name: question.name, ttl: 60, class: "IN", data: address }]
+          ? [{ type: "A", name: question.name, ttl: 1, class: "IN", data: address }]
           : [],
     });
     dns.send(answer, peer.port, peer.address);
   });
   await new Promise<void>((resolve) => dns.bind(53, hosts.dns.address, resolve));
+  createInterface({ input: process.stdin }).on("line", (line) => {
+    const { name, address } = JSON.parse(line) as { name: string; address: string };
+    hosts.dns.records[name.toLowerCase()] = address;
+  });
   console.log("ready");
 }
 
