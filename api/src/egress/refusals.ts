@@ -82,6 +82,8 @@ async function readRefusals(deps: JobDeps, computer: Computer): Promise<void> {
   // a cursor and a running total belong to one machine: a new machine starts both over
   const same = state?.machine_ref === machine.ref.providerRef;
   const report = await machine.provider.egressReport(machine.ref, same ? (state?.cursor ?? null) : null);
+  // a computer whose policy never refused anything has no row: nothing is written every round
+  if (!state && report.refusedTotal === 0 && report.refusals.length === 0) return;
   const seenBefore = same ? (state?.machine_total ?? 0) : 0;
   const added = report.refusedTotal >= seenBefore ? report.refusedTotal - seenBefore : report.refusedTotal;
   const windows = structuredClone(state?.windows ?? {});
