@@ -27,7 +27,13 @@ async function main(): Promise<void> {
   }
   const dns = createSocket("udp4");
   dns.on("message", (message, peer) => {
-    const query = dnsPacket.decode(message);
+    let query: dnsPacket.DecodedPacket;
+    try {
+      query = dnsPacket.decode(message);
+    } catch {
+      // not a DNS message: a real server drops it and goes on
+      return;
+    }
     const question = query.questions?.[0];
     const address = question ? hosts.dns.records[question.name.toLowerCase()] : undefined;
     const answer = dnsPacket.encode({
