@@ -1,8 +1,9 @@
-import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
+import type { TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { machineOf } from "../src/computers/repository.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { expectStatus, type TestApi } from "./support/harness.ts";
 import { createBot, SessionClient } from "./support/sessions.ts";
+import { startApiOnTestSupervisor } from "./support/supervisor-process.ts";
 import { buildWorld } from "./support/world.ts";
 
 /**
@@ -14,13 +15,9 @@ let supervisor: TestSupervisor;
 let t: TestApi;
 
 beforeAll(async () => {
-  supervisor = await startTestSupervisor();
-  t = await startTestApi({
-    SANDBOX_PROVIDER: "docker",
-    SANDBOX_SUPERVISOR_URL: supervisor.url,
-    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
+  ({ supervisor, t } = await startApiOnTestSupervisor({
     SANDBOX_IDLE_MS: String(IDLE_MS),
-  });
+  }));
 }, 120_000);
 
 afterAll(async () => {

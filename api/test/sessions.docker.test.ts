@@ -1,9 +1,10 @@
-import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
+import type { TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningApi, startApi } from "../src/server.ts";
 import { destroyMachines } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi, TestClient } from "./support/harness.ts";
+import { expectStatus, type TestApi, TestClient } from "./support/harness.ts";
 import { createBot, type OpenedSession, problem, SessionClient, sleep } from "./support/sessions.ts";
+import { startApiOnTestSupervisor } from "./support/supervisor-process.ts";
 import { buildWorld, type World } from "./support/world.ts";
 
 /** Containers and screens start slowly on a busy host (one CPU per computer). */
@@ -21,12 +22,7 @@ let w: World;
 let robot: SessionClient;
 
 beforeAll(async () => {
-  supervisor = await startTestSupervisor();
-  t = await startTestApi({
-    SANDBOX_PROVIDER: "docker",
-    SANDBOX_SUPERVISOR_URL: supervisor.url,
-    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
-  });
+  ({ supervisor, t } = await startApiOnTestSupervisor());
   w = await buildWorld(t, "docker-sessions");
   const key = expectStatus(
     await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/api-keys`, {

@@ -253,6 +253,16 @@ describe("egress policies on Docker computers", () => {
     );
   });
 
+  it("refuses a well-formed IPv6 destination as one Docker computers cannot carry (422 EGRESS_UNSUPPORTED)", async () => {
+    const refused = await client
+      .setEgress(computer, { level: "allowlist", allow: [{ host: "2001:db8::/32", ports: [] }] })
+      .then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+    expect((refused as SupervisorError).problem).toMatchObject({ status: 422, code: "EGRESS_UNSUPPORTED" });
+  });
+
   it("destroy removes the computer's rules and its stored policy", LONG, async () => {
     const tag = computerTag(other.homeKey);
     await client.create(other);

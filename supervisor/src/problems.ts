@@ -30,6 +30,8 @@ export const PROBLEM_STATUS = {
   DOCKER_FAILURE: 502,
   /** The supervisor may not change the host's firewall, so it cannot enforce an egress policy. */
   EGRESS_UNENFORCED: 503,
+  /** A well-formed policy Docker computers cannot carry (an IPv6 destination: their network has none). */
+  EGRESS_UNSUPPORTED: 422,
   /** Something inside the computer (a script, a tool) failed. */
   COMPUTER_FAILURE: 502,
   INTERNAL: 500,

@@ -1,4 +1,3 @@
-import { isIP } from "node:net";
 import { type Computer, type Database, EGRESS_LEVEL_VALUES, type StoredEgressLevel } from "@cubicle/db";
 import {
   DEFAULT_EGRESS,
@@ -6,7 +5,9 @@ import {
   type EgressLevel,
   type EgressPolicy,
   MAX_EGRESS_DESTINATIONS,
+  MAX_EGRESS_PORTS,
 } from "@cubicle/providers/contract";
+import { egressHostProblem } from "@cubicle/providers/kernel";
 import { z } from "@hono/zod-openapi";
 import type { Kysely } from "kysely";
 
@@ -14,33 +15,16 @@ import type { Kysely } from "kysely";
 EGRESS_LEVEL_VALUES satisfies readonly EgressLevel[];
 EGRESS_LEVELS satisfies readonly StoredEgressLevel[];
 
-/** Ports one destination may name: each becomes firewall rules, like the destinations themselves. */
-export const MAX_EGRESS_PORTS = 32;
-
-const HOSTNAME = z.hostname();
-
-/** A DNS name, an IPv4 or IPv6 address, or a CIDR block of either. */
-function isDestinationHost(host: string): boolean {
-  const slash = host.indexOf("/");
-  if (slash >= 0) {
-    const address = host.slice(0, slash);
-    const prefix = host.slice(slash + 1);
-    const version = isIP(address);
-    if (version === 0 || !/^\d{1,3}$/.test(prefix)) return false;
-    return Number(prefix) <= (version === 4 ? 32 : 128);
-  }
-  if (isIP(host) !== 0) return true;
-  // a name has a dot and does not end in digits: "10.0.0" is a mistyped address, not a host name
-  return host.length <= 253 && host.includes(".") && !/\.\d+$/.test(host) && HOSTNAME.safeParse(host).success;
-}
-
 const DestinationSchema = z
   .object({
     host: z
       .string()
       .trim()
       .toLowerCase()
-      .refine(isDestinationHost, "a DNS name (example.com), an IP address or a CIDR block (10.1.0.0/16)")
+      .superRefine((host, ctx) => {
+        const problem = egressHostProblem(host);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      })
       .openapi({ example: "api.example.com" }),
     ports: z
       .array(z.number().int().min(1).max(65_535))

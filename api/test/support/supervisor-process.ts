@@ -4,6 +4,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
+import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { startTestApi, type TestApi } from "./harness.ts";
 import { until } from "./until.ts";
 
@@ -89,17 +90,31 @@ export class SupervisorProcess {
   }
 }
 
+/** What points an api at a supervisor: the docker provider, on that supervisor's computers. */
+const onSupervisor = (supervisor: { url: string; token: string }) => ({
+  SANDBOX_PROVIDER: "docker",
+  SANDBOX_SUPERVISOR_URL: supervisor.url,
+  SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
+});
+
 /** A real supervisor process on a free port, and an api running its computers on it (`env` added). */
 export async function startApiOnSupervisor(
   env: Record<string, string> = {},
 ): Promise<{ supervisor: SupervisorProcess; t: TestApi }> {
   const supervisor = new SupervisorProcess(await findFreePort());
   await supervisor.start();
-  const t = await startTestApi({
-    SANDBOX_PROVIDER: "docker",
-    SANDBOX_SUPERVISOR_URL: supervisor.url,
-    SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
-    ...env,
-  });
+  const t = await startTestApi({ ...onSupervisor(supervisor), ...env });
+  return { supervisor, t };
+}
+
+/**
+ * A supervisor in the test's own process (no crash to stage), and an api running its computers on
+ * it (`env` added).
+ */
+export async function startApiOnTestSupervisor(
+  env: Record<string, string> = {},
+): Promise<{ supervisor: TestSupervisor; t: TestApi }> {
+  const supervisor = await startTestSupervisor();
+  const t = await startTestApi({ ...onSupervisor(supervisor), ...env });
   return { supervisor, t };
 }

@@ -39,6 +39,9 @@ export const DEFAULT_EGRESS: EgressPolicy = { level: "default", allow: [] };
 /** At most this many destinations in one allowlist: each becomes firewall rules. */
 export const MAX_EGRESS_DESTINATIONS = 64;
 
+/** At most this many ports in one destination, for the same reason. */
+export const MAX_EGRESS_PORTS = 32;
+
 /** A connection the policy refused. */
 export interface EgressRefusal {
   /** ISO 8601. */

@@ -1,3 +1,5 @@
+import { isIP } from "node:net";
+import { z } from "zod";
 import {
   EGRESS_LEVELS,
   type EgressLevel,
@@ -34,4 +36,27 @@ export async function setOpenEgress(provider: SandboxProvider, ref: MachineRef, 
   requireEnforceable(provider.capabilities, policy);
   if ((await provider.status(ref)) === "missing")
     throw new ProviderError("MACHINE_MISSING", `no machine ${ref.providerRef ?? "(none)"} for this home`);
+}
+
+const HOSTNAME = z.hostname();
+
+/**
+ * Why `host` is no allowed destination, or null when it is one: a DNS name, an IPv4 or IPv6
+ * address, or a CIDR block of either. The one rule the api checks before anything is applied and
+ * every enforcing side relies on (a side that cannot reach some of these, such as IPv6, says so
+ * with EGRESS_UNSUPPORTED).
+ */
+export function egressHostProblem(host: string): string | null {
+  const slash = host.indexOf("/");
+  if (slash >= 0) {
+    const version = isIP(host.slice(0, slash));
+    const prefix = host.slice(slash + 1);
+    const valid = version !== 0 && /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+    return valid ? null : "a CIDR block: an IP address, a slash and a prefix length (10.1.0.0/16)";
+  }
+  if (isIP(host) !== 0) return null;
+  // a name has a dot and does not end in digits: "10.0.0" is a mistyped address, not a host name
+  const name =
+    host.length <= 253 && host.includes(".") && !/\.\d+$/.test(host) && HOSTNAME.safeParse(host).success;
+  return name ? null : "a DNS name (example.com), an IP address or a CIDR block (10.1.0.0/16)";
 }

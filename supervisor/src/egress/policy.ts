@@ -4,7 +4,9 @@ import {
   type EgressDestination,
   type EgressPolicy,
   MAX_EGRESS_DESTINATIONS,
+  MAX_EGRESS_PORTS,
 } from "@cubicle/providers/contract";
+import { egressHostProblem } from "@cubicle/providers/kernel";
 import { z } from "zod";
 
 /**
@@ -32,39 +34,37 @@ for (const cidr of REFUSED_BY_DEFAULT) {
 /** Whether the `default` level would let a computer reach this IPv4 address. */
 export const isPublicIPv4 = (address: string) => isIP(address) === 4 && !refused.check(address, "ipv4");
 
-const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/i;
-
 /** An allowed destination's host as the firewall takes it: an IPv4 block, or a name to resolve. */
 export type Target = { kind: "cidr"; cidr: string } | { kind: "name"; name: string };
 
+/**
+ * The firewall's reading of a host that passed `egressHostProblem`; a string says why Docker
+ * computers cannot be given it.
+ */
 export function targetOf(host: string): Target | string {
-  const [address, prefix, ...rest] = host.split("/");
+  const [address, prefix] = host.split("/");
   if (isIP(address ?? "") === 6) {
     return "an IPv6 destination: Docker computers have IPv4 only (their network has no IPv6)";
   }
-  if (isIP(address ?? "") === 4) {
-    if (rest.length > 0 || (prefix !== undefined && !/^(\d|[12]\d|3[0-2])$/.test(prefix))) {
-      return "a CIDR block's prefix is a number from 0 to 32";
-    }
-    return { kind: "cidr", cidr: `${address}/${prefix ?? "32"}` };
-  }
-  if (prefix !== undefined) return "a CIDR block is an IPv4 address, a slash and a prefix length";
-  if (!HOST_NAME.test(host)) return "a DNS name, an IPv4 address or an IPv4 CIDR block";
+  if (isIP(address ?? "") === 4) return { kind: "cidr", cidr: `${address}/${prefix ?? "32"}` };
   return { kind: "name", name: host.toLowerCase() };
 }
 
 const DestinationSchema = z.object({
   host: z.string().superRefine((host, context) => {
-    const target = targetOf(host);
-    if (typeof target === "string") context.addIssue({ code: "custom", message: target });
+    const problem = egressHostProblem(host);
+    if (problem) context.addIssue({ code: "custom", message: problem });
   }),
   ports: z
     .array(z.number().int().min(1).max(65_535))
-    .max(64)
+    .max(MAX_EGRESS_PORTS)
     .refine((ports) => new Set(ports).size === ports.length, "each port once"),
 }) satisfies z.ZodType<EgressDestination>;
 
-/** A policy as the routes accept it; every problem is listed. */
+/**
+ * A policy as the routes accept it; every problem is listed. What is well formed but beyond Docker
+ * computers (IPv6) is `unenforceable`'s to say.
+ */
 export const EgressPolicySchema = z
   .object({
     level: z.enum(EGRESS_LEVELS),
@@ -82,3 +82,12 @@ export const EgressPolicySchema = z
       });
     }
   }) satisfies z.ZodType<EgressPolicy, unknown>;
+
+/** Why Docker computers cannot be given this well-formed policy, or null when they can. */
+export function unenforceable(policy: EgressPolicy): string | null {
+  for (const destination of policy.allow) {
+    const target = targetOf(destination.host);
+    if (typeof target === "string") return target;
+  }
+  return null;
+}

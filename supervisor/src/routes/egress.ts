@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { ContainerManager } from "../containers/manager.ts";
-import { EgressPolicySchema } from "../egress/policy.ts";
+import { EgressPolicySchema, unenforceable } from "../egress/policy.ts";
 import { SupervisorProblem } from "../problems.ts";
 import { computerRef, jsonBody } from "./params.ts";
 
@@ -14,7 +14,10 @@ export function egressRoutes(manager: ContainerManager) {
   return new Hono()
     .put("/computers/:homeKey/egress", async (c) => {
       const ref = computerRef(c);
-      await manager.setEgress(ref, await jsonBody(c, EgressPolicySchema));
+      const policy = await jsonBody(c, EgressPolicySchema);
+      const beyond = unenforceable(policy);
+      if (beyond) throw new SupervisorProblem("EGRESS_UNSUPPORTED", beyond);
+      await manager.setEgress(ref, policy);
       return c.body(null, 204);
     })
     .get("/computers/:homeKey/egress", async (c) => {
