@@ -5,16 +5,18 @@
  * session running a command in a real computer, a view capability read through the proxy's
  * WebSocket. Then what the deployment promises: non-root services with production dependencies
  * only, the socket in the supervisor alone, only web and proxy published, computers cut off from
- * every other service and the host, data kept across `down` and `up`, a missing secret named.
+ * every other service and the host, their egress policies enforced by the unprivileged supervisor
+ * through the firewall container, data kept across `down` and `up`, a missing secret named.
  */
 import { randomBytes } from "node:crypto";
 import { cpSync, readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { openScreenSocket } from "../../api/test/support/screen-socket.ts";
 import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
+import { startEgressHosts } from "../../supervisor/src/testing/egress-hosts-net.ts";
 import { ComposeStack, docker, inspect, repoRoot, run, UP_TIMEOUT_MS } from "./support/compose.ts";
 
 const SERVICES = ["postgres", "api", "supervisor", "proxy", "web"] as const;
@@ -128,8 +130,9 @@ describe("the Compose stack", () => {
     const result = await stack.compose(["exec", "-T", "api", "cubicle", "doctor"]);
     expect(result.output).toMatch(/✓ provider\s+new computers run on docker/);
     expect(result.output).toMatch(/✓ supervisor\s+the supervisor at http:\/\/supervisor:7091 answers/);
-    // the supervisor cannot read the host's rules from its container: the running computer tries
+    // the supervisor reads the host's rules through the firewall container
     expect(result.output).toMatch(/✓ host firewall\s+computers cannot open connections to this host/);
+    expect(result.output).toMatch(/✓ egress\s+computers' egress policies are enforced/);
     expect(result.output).toMatch(/✓ homes folder/);
     expect(result.output).toMatch(/✓ computers\s+1 computer\(s\) made to the spec/);
     expect(result.output).toMatch(/✓ homes\s+every computer's home is there \(1\)/);
@@ -253,6 +256,96 @@ describe("the Compose stack", () => {
     );
     expect(outcomes.filter(Boolean)).toEqual([]);
   });
+
+  it(
+    "enforces the computer's egress policy from a firewall container that holds only the firewall's capabilities",
+    async () => {
+      const [supervisor] = await stack.containersOf("supervisor");
+      const health = JSON.parse(
+        await docker(
+          "exec",
+          supervisor as string,
+          "node",
+          "-e",
+          "fetch('http://127.0.0.1:7091/health').then((r) => r.text()).then((t) => process.stdout.write(t))",
+        ),
+      );
+      expect(health).toMatchObject({ egress: "on", hostFirewall: "on" });
+      expect(await docker("exec", supervisor as string, "id", "-u")).toBe("1000");
+
+      const [firewall] = await stack.containersOf("firewall");
+      const info = await inspect(firewall as string);
+      expect(info.HostConfig).toMatchObject({
+        CapDrop: ["ALL"],
+        NetworkMode: "host",
+        ReadonlyRootfs: true,
+        SecurityOpt: ["no-new-privileges"],
+      });
+      // (Docker writes them with or without the CAP_ prefix, by version)
+      const added = (info.HostConfig.CapAdd as string[]).map((cap) => cap.replace(/^CAP_/, ""));
+      expect(added.sort()).toEqual(["NET_ADMIN", "SYSLOG"]);
+      expect(info.Mounts, "no socket, no secrets, no volume").toEqual([]);
+      // what its processes hold: NET_ADMIN (bit 12) and SYSLOG (bit 34), nothing else
+      const status = await docker("exec", firewall as string, "grep", "^CapEff", "/proc/1/status");
+      expect(BigInt(`0x${status.split(/\s+/)[1]}`)).toBe((1n << 12n) | (1n << 34n));
+
+      // the private stand-in only: the journey may run beside other egress tests, whose fixed
+      // public and metadata stand-ins it must not take
+      const hosts = await startEgressHosts(() => ({}), { privateOnly: true });
+      try {
+        const [computer] = (
+          await docker("ps", "-q", "--filter", `label=cubicle.computerId=${made.computerId}`)
+        ).split("\n");
+        const attempt = await run("docker", [
+          "exec",
+          computer as string,
+          "timeout",
+          "10",
+          "bash",
+          "-c",
+          `exec 3<>/dev/tcp/${hosts.privateAddress}/${hosts.port} && head -c 200 <&3`,
+        ]);
+        // the stand-in answers this host; the computer, routed through the host, is refused
+        const fromHost = await new Promise<string>((done) => {
+          const socket = connect({ host: hosts.privateAddress, port: hosts.port, timeout: 5_000 });
+          socket.once("data", (data) => {
+            socket.destroy();
+            done(data.toString().trim());
+          });
+          socket.once("error", () => done(""));
+          socket.once("timeout", () => {
+            socket.destroy();
+            done("");
+          });
+        });
+        expect(fromHost).toBe(`hello ${hosts.privateAddress}`);
+        expect(attempt.code, attempt.output).not.toBe(0);
+        expect(attempt.output).not.toContain("hello");
+        const policy = `/v1/workspaces/${made.workspaceId}/computers/${made.computerId}/egress-policy`;
+        const owner = made.owner as TestClient;
+        // counted by the rules' counters, and audited with its destination from the kernel log the
+        // supervisor follows through the firewall container
+        const audit = `/v1/workspaces/${made.workspaceId}/audit-events?action=computer.egress_refused&targetId=${made.computerId}`;
+        type Destination = { address: string; port: number | null; protocol: string };
+        const isRefused = (d: Destination) =>
+          d.address === hosts.privateAddress && d.port === hosts.port && d.protocol === "tcp";
+        const deadline = Date.now() + 60_000;
+        for (;;) {
+          const egress = expectStatus(await owner.get(policy), 200).json;
+          expect(egress).toMatchObject({ level: "default", enforced: true });
+          const events = expectStatus(await owner.get(audit), 200).json.items as {
+            data: { destination: Destination };
+          }[];
+          if (egress.refusedTotal >= 1 && events.some((event) => isRefused(event.data.destination))) break;
+          expect(Date.now(), "the refusal is counted and audited within a minute").toBeLessThan(deadline);
+          await new Promise((done) => setTimeout(done, 1_000));
+        }
+      } finally {
+        await hosts.close();
+      }
+    },
+    UP_TIMEOUT_MS,
+  );
 
   it(
     "suspends the idle computer once, whichever replica sees it first",

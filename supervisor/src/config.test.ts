@@ -31,7 +31,9 @@ describe("parseConfig", () => {
       cpus: 1,
       pidsLimit: 512,
       hostFirewall: "auto",
-      dns: hostNameservers(),
+      // the host's, read at start where the firewall programs run
+      dns: null,
+      firewallContainer: null,
     });
   });
 
@@ -66,9 +68,11 @@ describe("parseConfig", () => {
       SUPERVISOR_HOST_FIREWALL: "off",
       SUPERVISOR_SCREEN_HOST: "172.31.0.1",
       SUPERVISOR_DNS: "10.0.0.53, 9.9.9.9",
+      SUPERVISOR_FIREWALL_CONTAINER: "cubicle-firewall-1",
     });
     expect(config).toMatchObject({
       dns: ["10.0.0.53", "9.9.9.9"],
+      firewallContainer: "cubicle-firewall-1",
       screenHost: "172.31.0.1",
       host: "0.0.0.0",
       port: 0,

@@ -34,11 +34,21 @@ export interface SupervisorConfig {
    * The DNS servers computers use (Docker's embedded resolver forwards their queries there, from
    * the computer's own network namespace) and the supervisor resolves allowlisted names with; the
    * egress policies let DNS reach exactly these. Empty when the host names none a computer can
-   * reach (a supervisor in a container sees only Docker's 127.0.0.11): Docker's own default then,
-   * and computers under an enforced policy have no DNS until SUPERVISOR_DNS is set.
+   * reach: Docker's own default then, and computers under an enforced policy have no DNS until
+   * SUPERVISOR_DNS is set. Null when SUPERVISOR_DNS is unset: the host's, read at start where the
+   * firewall programs run (a supervisor in a container sees only Docker's 127.0.0.11; the firewall
+   * container, on the host's network, gets the host's resolv.conf from Docker).
    */
-  readonly dns: readonly string[];
+  readonly dns: readonly string[] | null;
+  /**
+   * The container the firewall programs run in (`docker exec`), so the supervisor itself needs no
+   * privilege (the Compose stack's `firewall` service); null: they run on this machine, as root.
+   */
+  readonly firewallContainer: string | null;
 }
+
+/** The configuration once the computers' DNS servers are known. */
+export type DockerConfig = Omit<SupervisorConfig, "dns"> & { readonly dns: readonly string[] };
 
 /**
  * The host's own IPv4 name servers, loopback ones left out (a computer cannot reach the host's
@@ -54,13 +64,17 @@ export function hostNameservers(
     } catch {
       continue;
     }
-    const found = [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)]
-      .map((match) => match[1] as string)
-      .filter((address) => isIPv4(address) && !address.startsWith("127."));
+    const found = nameserversIn(text);
     if (found.length > 0) return found;
   }
   return [];
 }
+
+/** A resolv.conf's IPv4 name servers but loopback ones. */
+export const nameserversIn = (text: string): string[] =>
+  [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)]
+    .map((match) => match[1] as string)
+    .filter((address) => isIPv4(address) && !address.startsWith("127."));
 
 export const MIN_TOKEN_LENGTH = 32;
 
@@ -114,12 +128,12 @@ export function parseConfig(source: Env): SupervisorConfig {
   const dnsRaw = env.string("SUPERVISOR_DNS");
   const dns =
     dnsRaw === undefined
-      ? hostNameservers()
+      ? null
       : dnsRaw
           .split(",")
           .map((address) => address.trim())
           .filter(Boolean);
-  if (dnsRaw !== undefined && (dns.length === 0 || !dns.every(isIPv4))) {
+  if (dns !== null && (dns.length === 0 || !dns.every(isIPv4))) {
     env.problem(`SUPERVISOR_DNS must be IPv4 addresses separated by commas (got "${dnsRaw}")`);
   }
 
@@ -138,6 +152,7 @@ export function parseConfig(source: Env): SupervisorConfig {
     pidsLimit: env.integer("SUPERVISOR_PIDS_LIMIT", 512, 64, 1_000_000),
     hostFirewall: firewall === "off" ? "off" : "auto",
     dns,
+    firewallContainer: env.string("SUPERVISOR_FIREWALL_CONTAINER") || null,
   };
   env.assertValid();
   return Object.freeze(config);

@@ -5,7 +5,7 @@ import Docker from "dockerode";
 import { createApp } from "./app.ts";
 import type { SupervisorConfig } from "./config.ts";
 import { checkDataDirMount } from "./containers/docker/data-dir-mount.ts";
-import { DockerContainerManager } from "./containers/docker/index.ts";
+import { dockerManager } from "./containers/docker/index.ts";
 import type { ContainerManager } from "./containers/manager.ts";
 
 export interface RunningSupervisor {
@@ -25,7 +25,7 @@ export async function startSupervisor(
   const log = options.log ?? ((message: string) => console.log(message));
   let manager = options.manager;
   if (!manager) {
-    const docker = new DockerContainerManager(config);
+    const docker = await dockerManager(config);
     await checkDataDirMount(new Docker(), config.dataDir);
     await docker.prepare().catch((error: unknown) => {
       log(

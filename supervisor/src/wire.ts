@@ -31,6 +31,8 @@ export interface Health {
   hostFirewall: "on" | "off";
   /** Whether computers' egress policies are enforced (the supervisor's chain is hooked on their bridge). */
   egress: "on" | "off";
+  /** When egress is off: why, and what to do about it. */
+  egressProblem?: string;
 }
 
 export interface CreateResult {

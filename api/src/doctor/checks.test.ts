@@ -66,7 +66,14 @@ describe("the doctor's reading", () => {
     const found = supervisorChecks(
       {
         ...healthy,
-        health: { ...healthy.health, ok: false, image: { ref: "cubicle-computer:latest", id: null } },
+        health: {
+          ...healthy.health,
+          ok: false,
+          image: { ref: "cubicle-computer:latest", id: null },
+          egress: "off",
+          egressProblem:
+            "container cubicle-firewall-1 cannot change the host's firewall; set SUPERVISOR_FIREWALL_CONTAINER",
+        },
         hostFirewall: "off",
         dataDirProblem: "DATA_DIR /var/lib/cubicle is not mounted from the Docker host",
         homes: [],
@@ -75,9 +82,13 @@ describe("the doctor's reading", () => {
       },
       view.computers,
     );
+    expect(found.find((check) => check.name === "egress")?.fix).toBe(
+      "container cubicle-firewall-1 cannot change the host's firewall; set SUPERVISOR_FIREWALL_CONTAINER",
+    );
     expect(problems(found)).toEqual([
       "computer image: cubicle-computer:latest is not on the Docker engine: no computer can start",
       "host firewall: computers can open connections to this host's own services",
+      "egress: the supervisor cannot enforce computers' egress policies: Docker computers do not start",
       "homes folder: DATA_DIR /var/lib/cubicle is not mounted from the Docker host",
       "computers: cubicle-team-w1 runs as root",
       "strangers: handmade (cubicle-computer:latest) was not made by the supervisor",

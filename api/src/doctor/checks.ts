@@ -110,6 +110,19 @@ export function supervisorChecks(diagnosis: Diagnosis, computers: DoctorView["co
     });
   }
 
+  // without enforcement every Docker computer's start fails (its policy cannot be applied), so this
+  // is a problem, whose fix the supervisor names
+  checks.push(
+    health.egress === "on"
+      ? ok("egress", "computers' egress policies are enforced on their network")
+      : problem(
+          "egress",
+          "the supervisor cannot enforce computers' egress policies: Docker computers do not start",
+          health.egressProblem ??
+            "run the supervisor as root on the Docker host, or give it the Compose stack's firewall container (SUPERVISOR_FIREWALL_CONTAINER)",
+        ),
+  );
+
   checks.push(
     diagnosis.dataDirProblem === null
       ? ok("homes folder", "the Docker host sees DATA_DIR at the same path as the supervisor")

@@ -4,7 +4,7 @@ import { DEFAULT_EGRESS, type EgressPolicy, type EgressReport } from "@cubicle/p
 import { KeyedLock } from "../containers/keyed-lock.ts";
 import { SupervisorProblem } from "../problems.ts";
 import type { ComputerRef } from "../wire.ts";
-import { chainRules, iptables, rejectedPackets, restore, succeeds } from "./iptables.ts";
+import { type Iptables, iptablesOf } from "./iptables.ts";
 import { isPublicIPv4, targetOf } from "./policy.ts";
 import { RefusalLog } from "./refusals.ts";
 import {
@@ -18,7 +18,12 @@ import {
   jumpComment,
   refuseChainOf,
 } from "./rules.ts";
+import type { FirewallRunner } from "./runner.ts";
 import { type EgressState, EgressStore } from "./store.ts";
+
+/** What an operator does so that a supervisor enforces egress policies (README "Egress"). */
+export const EGRESS_FIX =
+  "run the supervisor as root on the Docker host, or set SUPERVISOR_FIREWALL_CONTAINER to a container on the host's network with NET_ADMIN and SYSLOG and the host's iptables backend (the Compose stack's `firewall` service: docker compose --profile docker up -d firewall)";
 
 /** Host names are resolved again when their records expire, within these bounds. */
 const MIN_REFRESH_S = 30;
@@ -44,17 +49,33 @@ export class EgressEnforcer {
   private readonly tags = new Map<string, string>();
   private readonly log = new RefusalLog((tag) => this.tags.get(tag));
   private readonly resolver = new Resolver({ timeout: 5_000, tries: 3 });
+  private readonly fw: Iptables | null;
   private bridge: string | null = null;
   private subnet: string | null = null;
+  /** Why policies are not enforced, once `prepare` found out. */
+  private unenforced: string;
 
   constructor(
     dataDir: string,
     private readonly resolvers: readonly string[],
-    /** False when the supervisor may not touch the host's firewall (SUPERVISOR_HOST_FIREWALL=off). */
-    private readonly enabled: boolean,
+    /** Null when the supervisor may not touch the host's firewall (SUPERVISOR_HOST_FIREWALL=off). */
+    private readonly runner: FirewallRunner | null,
   ) {
     this.store = new EgressStore(path.join(dataDir, "egress"));
+    this.fw = runner && iptablesOf(runner);
+    this.unenforced = runner
+      ? "the computers' network is not ready yet"
+      : "SUPERVISOR_HOST_FIREWALL is off (unset it)";
     if (resolvers.length > 0) this.resolver.setServers([...resolvers]);
+  }
+
+  /** Why egress policies are not enforced (null when they are), with what to do about it. */
+  problem(): string | null {
+    return this.bridge ? null : `${this.unenforced}; ${EGRESS_FIX}`;
+  }
+
+  private get iptables(): Iptables {
+    return this.fw as Iptables;
   }
 
   /**
@@ -63,9 +84,19 @@ export class EgressEnforcer {
    * False when iptables cannot be used here.
    */
   async prepare(bridge: string, subnet: string): Promise<boolean> {
-    if (!this.enabled || process.getuid?.() !== 0) return false;
-    this.bridge = bridge;
-    this.subnet = subnet;
+    if (!this.fw || !this.runner) return false;
+    const { chainRules, iptables, restore, succeeds } = this.fw;
+    // Docker's own chain, seen through the runner: the runner may change the firewall, with the
+    // backend Docker uses (a runner on the other one would write rules no packet meets)
+    const refused = await iptables(["-S", "DOCKER-USER"]).then(
+      () => null,
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+    if (refused !== null) {
+      this.bridge = null;
+      this.unenforced = `${this.runner.where} cannot change the host's firewall or does not see Docker's DOCKER-USER chain (${refused})`;
+      return false;
+    }
     if ((await chainRules(EGRESS_CHAIN)) === null) {
       await restore([
         `:${EGRESS_CHAIN} - [0:0]`,
@@ -81,14 +112,16 @@ export class EgressEnforcer {
       const rule = [chain, "-i", bridge, "-j", "DROP"];
       if (!(await succeeds(["-C", ...rule], 6))) await iptables(["-I", ...rule], 6).catch(() => undefined);
     }
-    this.log.start();
+    this.bridge = bridge;
+    this.subnet = subnet;
+    this.log.start(this.runner);
     return true;
   }
 
   /** Whether computers on `bridge` go through EGRESS_CHAIN. */
   active(bridge: string): Promise<boolean> {
-    if (!this.enabled || process.getuid?.() !== 0) return Promise.resolve(false);
-    return succeeds(["-C", "DOCKER-USER", "-i", bridge, "-j", EGRESS_CHAIN]);
+    if (!this.fw || this.bridge !== bridge) return Promise.resolve(false);
+    return this.fw.succeeds(["-C", "DOCKER-USER", "-i", bridge, "-j", EGRESS_CHAIN]);
   }
 
   async policyOf(homeKey: string): Promise<EgressPolicy> {
@@ -101,7 +134,7 @@ export class EgressEnforcer {
       if (!this.bridge) {
         throw new SupervisorProblem(
           "EGRESS_UNENFORCED",
-          "this supervisor cannot change the host's firewall (it needs root and iptables on the Docker host, and SUPERVISOR_HOST_FIREWALL not off)",
+          `this supervisor cannot enforce egress policies: ${this.problem()}`,
         );
       }
       const state = await this.store.get(ref.homeKey);
@@ -141,14 +174,14 @@ export class EgressEnforcer {
    * Docker hands out again must not carry an old computer's policy.
    */
   async sweep(addressNow: (homeKey: string) => Promise<string | null>): Promise<void> {
-    for (const rule of (await chainRules(EGRESS_CHAIN)) ?? []) {
+    for (const rule of (await this.iptables.chainRules(EGRESS_CHAIN)) ?? []) {
       const match =
         /-s (\S+)\/32 -m comment --comment "cubicle-egress:([^"]+)" -[gj] CE-[0-9a-f]{16}-([AB])$/.exec(rule);
       if (!match) continue;
       const [, address, homeKey, generation] = match as unknown as [string, string, string, Generation];
       if ((await addressNow(homeKey)) === address) continue;
       await this.locks.run(homeKey, async () => {
-        await restore([rule.replace(/^-A /, "-D ")]).catch(() => undefined);
+        await this.iptables.restore([rule.replace(/^-A /, "-D ")]).catch(() => undefined);
         await this.dropChains(homeKey, generation);
       });
     }
@@ -160,7 +193,9 @@ export class EgressEnforcer {
   ): Promise<{ policy: EgressPolicy; report: EgressReport }> {
     const state = await this.store.get(homeKey);
     const current = await this.currentGeneration(homeKey);
-    const live = current ? await rejectedPackets(refuseChainOf(computerTag(homeKey), current)) : 0;
+    const live = current
+      ? await this.iptables.rejectedPackets(refuseChainOf(computerTag(homeKey), current))
+      : 0;
     return {
       policy: state?.policy ?? DEFAULT_EGRESS,
       report: { refusedTotal: (state?.refusedBefore ?? 0) + live, ...this.log.after(homeKey, after) },
@@ -174,7 +209,8 @@ export class EgressEnforcer {
 
   /** The jumps in EGRESS_CHAIN that are this computer's, or for this address (a stale one). */
   private async jumpsOf(homeKey: string, address: string | null): Promise<string[]> {
-    const rules = (await chainRules(EGRESS_CHAIN)) ?? [];
+    if (!this.fw) return [];
+    const rules = (await this.fw.chainRules(EGRESS_CHAIN)) ?? [];
     // iptables -S quotes the comment
     const comment = `--comment "${jumpComment(homeKey)}" `;
     return rules.filter(
@@ -206,7 +242,7 @@ export class EgressEnforcer {
     });
     const swap = async () => {
       const stale = (await this.jumpsOf(homeKey, address)).map((rule) => rule.replace(/^-A /, "-D "));
-      await restore([
+      await this.iptables.restore([
         ...built.lines,
         ...stale,
         `-I ${EGRESS_CHAIN} 2 -s ${address}/32 -m comment --comment ${jumpComment(homeKey)} -g ${built.chain}`,
@@ -282,22 +318,22 @@ export class EgressEnforcer {
     if (!this.bridge) return;
     const current = await this.currentGeneration(homeKey);
     const jumps = await this.jumpsOf(homeKey, null);
-    if (jumps.length > 0) await restore(jumps.map((rule) => rule.replace(/^-A /, "-D ")));
+    if (jumps.length > 0) await this.iptables.restore(jumps.map((rule) => rule.replace(/^-A /, "-D ")));
     if (current) await this.dropChains(homeKey, current);
   }
 
   /** Removes one generation of the computer's chains, adding what its counters counted to the total. */
   private async dropChains(homeKey: string, generation: Generation): Promise<void> {
     const tag = computerTag(homeKey);
-    const refused = await rejectedPackets(refuseChainOf(tag, generation));
+    const refused = await this.iptables.rejectedPackets(refuseChainOf(tag, generation));
     const state = await this.store.get(homeKey);
     if (state && refused > 0)
       await this.store.put({ ...state, refusedBefore: state.refusedBefore + refused });
     for (const chain of [chainOf(tag, generation), refuseChainOf(tag, generation)]) {
-      await iptables(["-F", chain]).catch(() => undefined);
+      await this.iptables.iptables(["-F", chain]).catch(() => undefined);
     }
     for (const chain of [chainOf(tag, generation), refuseChainOf(tag, generation)]) {
-      await iptables(["-X", chain]).catch(() => undefined);
+      await this.iptables.iptables(["-X", chain]).catch(() => undefined);
     }
   }
 }

@@ -1,7 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createInterface } from "node:readline";
 import type { EgressRefusal } from "@cubicle/providers/contract";
+import type { FirewallRunner } from "./runner.ts";
 
 /** Recent refusals kept per computer; the counters count every one. */
 export const RING_SIZE = 200;
@@ -25,8 +24,9 @@ interface Entry {
 }
 
 /**
- * The refusal chains' LOG lines, read from the kernel log as they come (`dmesg --follow-new`: a
- * child process rather than a blocking read of /dev/kmsg on Node's small thread pool), kept in a
+ * The refusal chains' LOG lines, read from the kernel log as they come (`dmesg --follow-new`, run
+ * by the firewall runner: a process rather than a blocking read of /dev/kmsg on Node's small thread
+ * pool, and one the supervisor may run without the right to read the log itself), kept in a
  * bounded ring per computer. A cursor is `<run>.<seq>`: one from an earlier run of the supervisor
  * starts over.
  */
@@ -34,29 +34,27 @@ export class RefusalLog {
   private readonly run = randomBytes(4).toString("hex");
   private seq = 0;
   private readonly rings = new Map<string, Entry[]>();
-  private child: ChildProcess | null = null;
+  private stopFollowing: (() => void) | null = null;
 
   constructor(private readonly homeKeyOf: (tag: string) => string | undefined) {}
 
-  start(): void {
-    if (this.child) return;
-    const child = spawn("dmesg", ["--follow-new", "--notime"], { stdio: ["ignore", "pipe", "ignore"] });
-    this.child = child;
-    child.once("error", () => {
-      this.child = null;
-    });
-    child.once("exit", () => {
-      if (this.child === child) this.child = null;
-    });
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => this.add(line));
-    // the log is read for as long as the supervisor runs; it does not keep the process alive
-    child.unref();
-    (child.stdout as unknown as { unref?: () => void }).unref?.();
+  /** Starts reading unless it already does (a reader that ended is started again by the next call). */
+  start(runner: FirewallRunner): void {
+    if (this.stopFollowing) return;
+    const stop = runner.follow(
+      "dmesg",
+      ["--follow-new", "--notime"],
+      (line) => this.add(line),
+      () => {
+        if (this.stopFollowing === stop) this.stopFollowing = null;
+      },
+    );
+    this.stopFollowing = stop;
   }
 
   stop(): void {
-    this.child?.kill();
-    this.child = null;
+    this.stopFollowing?.();
+    this.stopFollowing = null;
   }
 
   add(line: string, at = new Date()): void {

@@ -25,11 +25,14 @@ const ip = (...args: string[]) => execFileSync("ip", args, { stdio: ["ignore", "
 
 /**
  * A network namespace with a veth pair to this host, host routes to its stand-in addresses, and the
- * servers of egress-hosts.ts in it. Names are random (tests may run side by side); close() removes
- * the namespace, the veth (its routes go with it) and the servers, and runs in a failing set-up too.
+ * servers of egress-hosts.ts in it. Names and the private subnet are random (tests may run side by
+ * side); the metadata and public addresses are fixed, so `privateOnly` leaves them out (no server,
+ * no route) for a test that may run beside one that uses them. close() removes the namespace, the
+ * veth (its routes go with it) and the servers, and runs in a failing set-up too.
  */
 export async function startEgressHosts(
   records: (hosts: { publicAddresses: [string, string] }) => Record<string, string>,
+  options: { privateOnly?: boolean } = {},
 ): Promise<EgressHosts> {
   const id = randomBytes(3).toString("hex");
   const ns = `cbt-${id}`;
@@ -67,18 +70,17 @@ export async function startEgressHosts(
     for (const address of [hostsOf.privateAddress, hostsOf.dnsAddress]) {
       inNs("addr", "add", `${address}/24`, "dev", nsSide);
     }
-    for (const address of [hostsOf.metadataAddress, ...hostsOf.publicAddresses]) {
+    const fixed = options.privateOnly ? [] : [hostsOf.metadataAddress, ...hostsOf.publicAddresses];
+    for (const address of fixed) {
       inNs("addr", "add", `${address}/32`, "dev", nsSide);
       ip("route", "add", `${address}/32`, "via", `${subnet}.2`, "dev", hostSide);
     }
     inNs("link", "set", nsSide, "up");
     inNs("route", "add", "default", "via", `${subnet}.1`);
-    const tcp = [hostsOf.privateAddress, hostsOf.metadataAddress, ...hostsOf.publicAddresses].map(
-      (address) => ({
-        address,
-        port: hostsOf.port,
-      }),
-    );
+    const tcp = [hostsOf.privateAddress, ...fixed].map((address) => ({
+      address,
+      port: hostsOf.port,
+    }));
     const script = fileURLToPath(new URL("./egress-hosts.ts", import.meta.url));
     const child = spawn(
       "ip",

@@ -4,7 +4,10 @@ import { parseConfig } from "../../config.ts";
 import { departures } from "./diagnosis.ts";
 import { containerSpec } from "./spec.ts";
 
-const config = parseConfig({ DATA_DIR: "/var/lib/cubicle", SANDBOX_SUPERVISOR_TOKEN: "t".repeat(40) });
+const config = {
+  ...parseConfig({ DATA_DIR: "/var/lib/cubicle", SANDBOX_SUPERVISOR_TOKEN: "t".repeat(40) }),
+  dns: [],
+};
 const ref = { homeKey: "team-w1", computerId: "c1", workspaceId: "w1" };
 
 /** A container as `docker inspect` shows one the supervisor made, with `change` applied to its HostConfig. */

@@ -2,7 +2,7 @@ import { readdir } from "node:fs/promises";
 import { CHROMIUM_SECCOMP } from "@cubicle/computer-image/seccomp";
 import { COMPUTER_IMAGE_DIR, imageVersion } from "@cubicle/computer-image/version";
 import type Docker from "dockerode";
-import type { SupervisorConfig } from "../../config.ts";
+import type { DockerConfig } from "../../config.ts";
 import type { ComputerCheck, Diagnosis, Health } from "../../wire.ts";
 import { checkDataDirMount } from "./data-dir-mount.ts";
 import { dockerFailure } from "./errors.ts";
@@ -16,7 +16,7 @@ import { containerSpec, hostPorts, LABEL, SCREEN_PORTS, SHM_BYTES } from "./spec
  */
 export async function diagnose(
   docker: Docker,
-  config: SupervisorConfig,
+  config: DockerConfig,
   health: Health,
   mountinfo?: string,
 ): Promise<Diagnosis> {
@@ -73,7 +73,7 @@ async function homeFolders(homesDir: string): Promise<string[]> {
  */
 async function ownComputers(
   docker: Docker,
-  config: SupervisorConfig,
+  config: DockerConfig,
 ): Promise<{ info: Docker.ContainerInspectInfo; check: ComputerCheck }[]> {
   const listed = await docker.listContainers({ all: true, filters: { label: [`${LABEL.managed}=true`] } });
   const image = await docker
@@ -115,7 +115,7 @@ async function ownComputers(
  */
 async function hostFirewallSeen(
   docker: Docker,
-  config: SupervisorConfig,
+  config: DockerConfig,
   computers: { info: Docker.ContainerInspectInfo }[],
 ): Promise<"off" | "on" | "unknown"> {
   if (config.screenHost.startsWith("127.")) return "unknown";
@@ -130,7 +130,7 @@ async function hostFirewallSeen(
 }
 
 /** What of the container, as Docker holds it now, breaks the spec (spec.ts) computers are made to. */
-export function departures(info: Docker.ContainerInspectInfo, config: SupervisorConfig): string[] {
+export function departures(info: Docker.ContainerInspectInfo, config: DockerConfig): string[] {
   const problems: string[] = [];
   const host = info.HostConfig;
   const user = (info.Config.User ?? "").split(":")[0] ?? "";

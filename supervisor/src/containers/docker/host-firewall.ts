@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import type { Iptables } from "../../egress/iptables.ts";
 import { BRIDGE_NAME } from "./network.ts";
 
 /**
@@ -20,19 +20,15 @@ export const hostFirewallRule = (bridge: string = BRIDGE_NAME) => [
   "REJECT",
 ];
 
-const iptables = (args: string[]) =>
-  spawnSync("iptables", ["-w", "5", ...args], { stdio: "ignore", timeout: 10_000 }).status === 0;
-
 /**
- * Adds the rule unless present. Needs root and iptables on the Docker host; elsewhere (rootless,
- * remote engine) this reports "off" and the operator adds it (README "Network").
+ * Adds the rule unless present, through the firewall runner (root on the Docker host, or the
+ * Compose stack's firewall container); where neither can (rootless, remote engine) this reports
+ * "off" and the operator adds it (README "Network").
  */
-export function ensureHostFirewall(bridge: string): "on" | "off" {
-  if (process.getuid?.() !== 0) return "off";
+export async function ensureHostFirewall(fw: Iptables, bridge: string): Promise<"on" | "off"> {
   const rule = hostFirewallRule(bridge);
-  return iptables(["-C", ...rule]) || iptables(["-I", ...rule]) ? "on" : "off";
+  return (await fw.succeeds(["-C", ...rule])) || (await fw.succeeds(["-I", ...rule])) ? "on" : "off";
 }
 
-export function hostFirewallActive(bridge: string): boolean {
-  return process.getuid?.() === 0 && iptables(["-C", ...hostFirewallRule(bridge)]);
-}
+export const hostFirewallActive = (fw: Iptables, bridge: string) =>
+  fw.succeeds(["-C", ...hostFirewallRule(bridge)]);

@@ -8,8 +8,10 @@ import {
   type Observation,
 } from "@cubicle/providers/contract";
 import Docker from "dockerode";
-import type { SupervisorConfig } from "../../config.ts";
+import type { DockerConfig, SupervisorConfig } from "../../config.ts";
 import { EgressEnforcer } from "../../egress/enforcer.ts";
+import { type Iptables, iptablesOf } from "../../egress/iptables.ts";
+import { containerRunner, type FirewallRunner, localRunner } from "../../egress/runner.ts";
 import { ensureHome } from "../../homes.ts";
 import { computerNotFound, SupervisorProblem } from "../../problems.ts";
 import type {
@@ -63,17 +65,39 @@ function assertScreen(index: number): void {
   }
 }
 
+/**
+ * The Docker manager for `config`: the firewall programs run on this machine, or in
+ * SUPERVISOR_FIREWALL_CONTAINER; the computers' DNS servers, unless SUPERVISOR_DNS names them, are
+ * the host's as seen where those programs run.
+ */
+export async function dockerManager(
+  config: SupervisorConfig,
+  docker: Docker = new Docker(),
+): Promise<DockerContainerManager> {
+  const runner = config.firewallContainer ? containerRunner(docker, config.firewallContainer) : localRunner;
+  const dns = config.dns ?? (await runner.nameservers());
+  return new DockerContainerManager(
+    { ...config, dns },
+    docker,
+    config.hostFirewall === "auto" ? runner : null,
+  );
+}
+
 /** Computers as Docker containers on this engine (docs/architecture.md, "The Docker computer"). */
 export class DockerContainerManager implements ContainerManager {
   private readonly locks = new KeyedLock();
   private readonly egressEnforcer: EgressEnforcer;
+  private readonly firewall: Iptables | null;
   private reattached = false;
 
   constructor(
-    private readonly config: SupervisorConfig,
-    private readonly docker: Docker = new Docker(),
+    private readonly config: DockerConfig,
+    private readonly docker: Docker,
+    /** Null when the supervisor may not touch the host's firewall (SUPERVISOR_HOST_FIREWALL=off). */
+    runner: FirewallRunner | null,
   ) {
-    this.egressEnforcer = new EgressEnforcer(config.dataDir, config.dns, config.hostFirewall === "auto");
+    this.firewall = runner && iptablesOf(runner);
+    this.egressEnforcer = new EgressEnforcer(config.dataDir, config.dns, runner);
   }
 
   /**
@@ -83,11 +107,11 @@ export class DockerContainerManager implements ContainerManager {
    */
   async prepare(): Promise<void> {
     await ensureNetwork(this.docker, this.config.network);
-    if (this.config.hostFirewall !== "auto") return;
+    if (!this.firewall) return;
     const bridge = await bridgeOf(this.docker, this.config.network);
     const subnet = await subnetOf(this.docker, this.config.network);
     if (!bridge || !subnet) return;
-    ensureHostFirewall(bridge);
+    await ensureHostFirewall(this.firewall, bridge);
     if (!(await this.egressEnforcer.prepare(bridge, subnet)) || this.reattached) return;
     this.reattached = true;
     for (const computer of await this.list()) {
@@ -145,15 +169,28 @@ export class DockerContainerManager implements ContainerManager {
       await this.docker.ping();
       image.id = await this.imageId();
     } catch {
-      return { ok: false, docker: "unreachable", image, hostFirewall: "off", egress: "off" };
+      return {
+        ok: false,
+        docker: "unreachable",
+        image,
+        hostFirewall: "off",
+        egress: "off",
+        egressProblem: "the Docker engine does not answer",
+      };
     }
     const bridge = await bridgeOf(this.docker, this.config.network);
+    const firewall = this.firewall;
+    const egress = bridge && (await this.egressEnforcer.active(bridge)) ? "on" : "off";
+    const egressProblem = this.egressEnforcer.problem();
     return {
       ok: image.id !== null,
       docker: "ok",
       image,
-      hostFirewall: bridge && hostFirewallActive(bridge) ? "on" : "off",
-      egress: bridge && (await this.egressEnforcer.active(bridge)) ? "on" : "off",
+      hostFirewall: bridge && firewall && (await hostFirewallActive(firewall, bridge)) ? "on" : "off",
+      egress,
+      ...(egress === "off"
+        ? { egressProblem: egressProblem ?? "the supervisor's chain is not hooked on the computers' bridge" }
+        : {}),
     };
   }
 

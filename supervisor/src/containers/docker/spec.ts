@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { CHROMIUM_SECCOMP } from "@cubicle/computer-image/seccomp";
 import type Docker from "dockerode";
-import type { SupervisorConfig } from "../../config.ts";
+import type { DockerConfig } from "../../config.ts";
 import { CONTAINER_HOME } from "../../paths.ts";
 import type { ComputerRef } from "../manager.ts";
 import { COMPUTER_USER } from "./exec.ts";
@@ -31,7 +31,7 @@ export const SHM_BYTES = 256 * 1024 * 1024;
  * published only on the screen host address (loopback by default) on ports Docker picks.
  */
 export function containerSpec(
-  config: SupervisorConfig,
+  config: DockerConfig,
   ref: ComputerRef,
   imageId: string,
   homeDir: string,
