@@ -41,6 +41,7 @@ export const SYSTEM_PACKAGES = [
 export const BASE_PROGRAMS = [
   "apt-get",
   "bash",
+  "cat",
   "dmesg",
   "dpkg",
   "fallocate",
