@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
 import type { TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { destroyMachines } from "./support/computers.ts";
 import { expectStatus, type TestApi } from "./support/harness.ts";
 import { createBot, type OpenedSession, SessionClient } from "./support/sessions.ts";
 import { startApiOnTestSupervisor } from "./support/supervisor-process.ts";
@@ -31,6 +32,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // Containers outlive the supervisor process: remove the one this file made.
+  if (t) await destroyMachines(t);
   await t?.close();
   await supervisor?.close();
 });
