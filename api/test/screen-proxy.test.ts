@@ -11,6 +11,7 @@ import {
   type TestClient,
   TRUSTED_ORIGIN,
 } from "./support/harness.ts";
+import { expectStillLive } from "./support/revocation.ts";
 import { openScreenSocket, refusedStatus } from "./support/screen-socket.ts";
 import { startVendorScreen } from "./support/vendor-screen.ts";
 import { buildWorld, type World } from "./support/world.ts";
@@ -122,18 +123,6 @@ async function mintOnLiveTarget(leaseId: string): Promise<string> {
   return token;
 }
 
-async function expectStillLive(view: Awaited<ReturnType<typeof openScreenSocket>>) {
-  let closed = false;
-  void view.closed.then(() => {
-    closed = true;
-  });
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
-  expect(closed).toBe(false);
-  view.rfb.requestUpdate({ x: 0, y: 0, width: 16, height: 16 });
-  expect((await view.rfb.readUpdate()).length).toBeGreaterThan(0);
-  view.ws.close();
-}
-
 function distinctPixels(pixels: Buffer | undefined): number {
   const seen = new Set<number>();
   if (!pixels) return 0;
@@ -195,7 +184,7 @@ describe("the screen proxy", () => {
     const view = await openScreenSocket(proxy.url, await mint(world.people.viewer, "view"));
     expectStatus(await world.people.admin.delete(`${screenPath()}/control/${leaseId}`), 204);
     await control.closed;
-    await expectStillLive(view);
+    await expectStillLive([view]);
   });
 
   // Above, stopping the control server also cuts the socket. Here the target outlives the lease (as a
@@ -209,7 +198,7 @@ describe("the screen proxy", () => {
         expectStatus(await world.people.member.delete(`${screenPath()}/control/${lease.leaseId}`), 204);
       expect(await control.closed).toBe(4001);
       if (end === "expiry") expect(Date.now()).toBeGreaterThanOrEqual(new Date(lease.expiresAt).getTime());
-      await expectStillLive(view);
+      await expectStillLive([view]);
     }
   });
 
