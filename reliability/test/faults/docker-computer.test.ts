@@ -98,12 +98,23 @@ async function versionOf(s: OpenedSession, path: string, allowed: string[]): Pro
 describe("faults around a Docker computer", () => {
   let bot: Awaited<ReturnType<typeof createBot>>;
   let s: OpenedSession;
+  let heartbeats: NodeJS.Timeout | undefined;
 
   beforeAll(async () => {
     bot = await createBot(w.people.owner, w.workspaceId, "private");
     s = await sessions().opened(bot.id);
+    // as a bot does while it works: a restart under a tool call can outlast one lease on a busy machine
+    heartbeats = setInterval(
+      () =>
+        void sessions()
+          .heartbeat(s)
+          .catch(() => undefined),
+      10_000,
+    );
     expectStatus(await sessions().write(s, "kept.txt", version("a")), 204);
   }, SLOW);
+
+  afterAll(() => clearInterval(heartbeats));
 
   it("the computer killed mid-upload: the file is whole, no temporary file is left, the session goes on", {
     timeout: SLOW,
