@@ -92,7 +92,12 @@ describe("the workspace's egress policy", () => {
       201,
     ).json;
     const got = expectStatus(await w.people.owner.get(workspacePath(fresh.id)), 200).json;
-    expect(got).toEqual({ level: "default", allow: [], enforceableLevels: [...EGRESS_LEVELS] });
+    expect(got).toEqual({
+      level: "default",
+      allow: [],
+      enforceableLevels: [...EGRESS_LEVELS],
+      allowlistLimits: { ports: true, maxDestinations: MAX_EGRESS_DESTINATIONS },
+    });
     expect(expectStatus(await w.people.viewer.get(workspacePath()), 200).json.level).toBeDefined();
     problem(await w.people.outsider.get(workspacePath()), 404, "WORKSPACE_NOT_FOUND");
   });
@@ -176,7 +181,9 @@ describe("a computer's egress policy", () => {
       allow: [],
       inherited: true,
       enforced: true,
+      unenforcedReason: null,
       enforceableLevels: [...EGRESS_LEVELS],
+      allowlistLimits: { ports: true, maxDestinations: MAX_EGRESS_DESTINATIONS },
       refusedTotal: 0,
     });
   });
@@ -384,11 +391,14 @@ describe("validation", () => {
       const refusal = problem(await admin().put(computerPath(id), ALLOW_ONE), 422, "EGRESS_UNSUPPORTED");
       expect(refusal.detail).toContain("open, default");
       problem(await admin().put(workspacePath(), OFFLINE), 422, "EGRESS_UNSUPPORTED");
-      // a policy set while the provider enforced it is shown as it stands: not enforced
+      // a policy set while the provider enforced it is shown as it stands: not enforced, and why
       expect(expectStatus(await admin().get(computerPath(id)), 200).json).toMatchObject({
         level: "offline",
         enforced: false,
+        unenforcedReason:
+          "The fake provider cannot enforce the offline egress level; it enforces open, default.",
         enforceableLevels: ["open", "default"],
+        allowlistLimits: null,
       });
       expect(expectStatus(await admin().get(workspacePath()), 200).json.enforceableLevels).toEqual([
         "open",
@@ -398,6 +408,35 @@ describe("validation", () => {
       egress.levels = EGRESS_LEVELS;
     }
     expect(await applied(id)).toEqual(OFFLINE);
+  });
+
+  it("refuses an allowlist beyond the provider's rules (ports, destinations) with 422 EGRESS_UNSUPPORTED, saying what to change", async () => {
+    const id = await newComputer();
+    expectStatus(await admin().put(computerPath(id), OFFLINE), 200);
+    const egress = fakeEgress(await provider());
+    egress.allowlist = { ports: false, maxDestinations: 2 };
+    try {
+      const ported = problem(await admin().put(computerPath(id), ALLOW_ONE), 422, "EGRESS_UNSUPPORTED");
+      expect(ported.detail).toBe(
+        "The fake provider cannot narrow an allowlist destination to ports: list api.example.com without ports (each destination then allows every port).",
+      );
+      const three = ["a.example.com", "b.example.com", "c.example.com"].map((host) => ({ host, ports: [] }));
+      const many = problem(
+        await admin().put(workspacePath(), { level: "allowlist", allow: three }),
+        422,
+        "EGRESS_UNSUPPORTED",
+      );
+      expect(many.detail).toContain("at most 2 allowlist destinations; this policy lists 3");
+      const portless = { level: "allowlist" as const, allow: three.slice(0, 2) };
+      expect(expectStatus(await admin().put(computerPath(id), portless), 200).json).toMatchObject({
+        ...portless,
+        enforced: true,
+        allowlistLimits: { ports: false, maxDestinations: 2 },
+      });
+      expect(await applied(id)).toEqual(portless);
+    } finally {
+      egress.allowlist = { ports: true, maxDestinations: MAX_EGRESS_DESTINATIONS };
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import type { Computer } from "@cubicle/db";
 import { type EgressPolicy, ProviderError, type SandboxProvider } from "@cubicle/providers/contract";
+import { egressUnsupported } from "@cubicle/providers/kernel";
 import type { ComputerDeps } from "../computers/lifecycle.ts";
 import { type Machine, machineOfRecord } from "../computers/repository.ts";
 import { HttpProblem } from "../http/problem.ts";
@@ -16,19 +17,22 @@ export async function providerOfComputer(deps: ComputerDeps, computer: Computer)
   return deps.sandbox.current();
 }
 
-export const enforces = (provider: SandboxProvider, policy: EgressPolicy) =>
-  provider.capabilities.egress.includes(policy.level);
+/**
+ * Why the provider cannot enforce the policy, as a sentence for an admin (the level, naming those
+ * it enforces, or an allowlist beyond the vendor's rules), or null when it can.
+ */
+export function unenforcedReason(provider: SandboxProvider, policy: EgressPolicy): string | null {
+  const why = egressUnsupported(provider.capabilities, policy);
+  return why === null ? null : `The ${provider.kind} provider ${why}.`;
+}
 
-/** An admin's choice of a level the provider cannot enforce is refused, naming the ones it can. */
+export const enforces = (provider: SandboxProvider, policy: EgressPolicy) =>
+  unenforcedReason(provider, policy) === null;
+
+/** An admin's choice the provider cannot enforce is refused, saying why. */
 export function requireEnforceable(provider: SandboxProvider, policy: EgressPolicy): void {
-  if (enforces(provider, policy)) return;
-  const can = provider.capabilities.egress;
-  throw new HttpProblem(
-    422,
-    "EGRESS_UNSUPPORTED",
-    `The ${provider.kind} provider cannot enforce the ${policy.level} egress level; ` +
-      (can.length > 0 ? `it enforces: ${can.join(", ")}.` : "it enforces none."),
-  );
+  const why = unenforcedReason(provider, policy);
+  if (why) throw new HttpProblem(422, "EGRESS_UNSUPPORTED", why);
 }
 
 /**

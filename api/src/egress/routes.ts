@@ -1,5 +1,5 @@
 import type { Computer, Database } from "@cubicle/db";
-import { EGRESS_LEVELS, type EgressPolicy } from "@cubicle/providers/contract";
+import { EGRESS_LEVELS, type EgressPolicy, type SandboxProvider } from "@cubicle/providers/contract";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Kysely } from "kysely";
@@ -12,7 +12,7 @@ import type { AppEnv } from "../context.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
 import { createRouter } from "../http/router.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
-import { applyToComputer, enforces, providerOfComputer, requireEnforceable } from "./apply.ts";
+import { applyToComputer, providerOfComputer, requireEnforceable, unenforcedReason } from "./apply.ts";
 import {
   describedPolicy,
   type EffectivePolicy,
@@ -24,10 +24,23 @@ import {
 
 const LevelList = z.array(z.enum(EGRESS_LEVELS));
 
+const AllowlistLimitsSchema = z
+  .object({
+    ports: z.boolean().openapi({
+      description: "Whether a destination may be narrowed to ports; where not, list it without ports.",
+    }),
+    maxDestinations: z.number().int(),
+  })
+  .nullable()
+  .openapi("EgressAllowlistLimits", {
+    description: "What an allowlist may hold on the provider; null where it enforces no allowlist.",
+  });
+
 const WorkspaceEgressSchema = EgressPolicySchema.extend({
   enforceableLevels: LevelList.openapi({
     description: "The levels the provider new machines run on enforces; the others cannot be chosen.",
   }),
+  allowlistLimits: AllowlistLimitsSchema,
 }).openapi("WorkspaceEgressPolicy");
 
 const ComputerEgressSchema = EgressPolicySchema.extend({
@@ -36,7 +49,11 @@ const ComputerEgressSchema = EgressPolicySchema.extend({
     description:
       "Whether the computer's provider enforces this level (where not, the machine reaches what its host lets it).",
   }),
+  unenforcedReason: z.string().nullable().openapi({
+    description: "Why the computer's provider cannot enforce this policy; null when it does.",
+  }),
   enforceableLevels: LevelList.openapi({ description: "The levels the computer's provider enforces." }),
+  allowlistLimits: AllowlistLimitsSchema,
   refusedTotal: z
     .number()
     .int()
@@ -147,9 +164,20 @@ export function egressRoutes() {
     });
 }
 
+/** What the provider enforces, as both views show it. */
+function enforceable({ capabilities }: SandboxProvider) {
+  const limits = capabilities.egressAllowlist;
+  return {
+    enforceableLevels: [...capabilities.egress],
+    allowlistLimits:
+      capabilities.egress.includes("allowlist") && limits
+        ? { ports: limits.ports, maxDestinations: limits.maxDestinations }
+        : null,
+  };
+}
+
 async function workspaceView(c: Context<AppEnv>, policy: EgressPolicy) {
-  const provider = await c.var.deps.sandbox.current();
-  return { ...policy, enforceableLevels: [...provider.capabilities.egress] };
+  return { ...policy, ...enforceable(await c.var.deps.sandbox.current()) };
 }
 
 async function computerView(c: Context<AppEnv>, computer: Computer) {
@@ -163,11 +191,13 @@ async function computerView(c: Context<AppEnv>, computer: Computer) {
       .where("computer_id", "=", computer.id)
       .executeTakeFirst(),
   ]);
+  const why = unenforcedReason(provider, effective.policy);
   return {
     ...effective.policy,
     inherited: effective.inherited,
-    enforced: enforces(provider, effective.policy),
-    enforceableLevels: [...provider.capabilities.egress],
+    enforced: why === null,
+    unenforcedReason: why,
+    ...enforceable(provider),
     refusedTotal: refusals?.refused_total ?? 0,
   };
 }

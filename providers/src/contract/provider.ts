@@ -33,6 +33,17 @@ export interface ProviderCapabilities {
   pty: boolean;
   /** The egress levels this backend enforces; `setEgress` refuses the others (EGRESS_UNSUPPORTED). */
   egress: readonly EgressLevel[];
+  /**
+   * What an `allowlist` policy may hold here, where `egress` lists it (a vendor's network rules
+   * may lack ports, or take only a few entries); `setEgress` refuses more (EGRESS_UNSUPPORTED).
+   */
+  egressAllowlist?: EgressAllowlistLimits;
+}
+
+export interface EgressAllowlistLimits {
+  /** Whether a destination may be narrowed to ports; without, each allows every port. */
+  ports: boolean;
+  maxDestinations: number;
 }
 
 /**

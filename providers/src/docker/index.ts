@@ -10,7 +10,7 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
-import { ALL_EGRESS_LEVELS, requireEnforceable } from "../kernel/egress.ts";
+import { ALL_EGRESS_LEVELS, FULL_EGRESS_ALLOWLIST, requireEnforceable } from "../kernel/egress.ts";
 import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
@@ -59,7 +59,13 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
   const provider: SandboxProvider = {
     kind: "docker",
     // the supervisor's firewall rules on the computers' network enforce every level
-    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false, egress: ALL_EGRESS_LEVELS },
+    capabilities: {
+      graphical: true,
+      maxScreens: MAX_SCREENS,
+      pty: false,
+      egress: ALL_EGRESS_LEVELS,
+      egressAllowlist: FULL_EGRESS_ALLOWLIST,
+    },
 
     async verifyAccess() {
       // listing needs the bearer token, /health does not

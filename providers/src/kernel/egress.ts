@@ -2,8 +2,10 @@ import { isIP } from "node:net";
 import { z } from "zod";
 import {
   EGRESS_LEVELS,
+  type EgressAllowlistLimits,
   type EgressLevel,
   type EgressPolicy,
+  MAX_EGRESS_DESTINATIONS,
   type MachineRef,
   type ProviderCapabilities,
   ProviderError,
@@ -13,19 +15,43 @@ import {
 /** Every level: what a backend whose enforcing side takes the whole policy lists in its capabilities. */
 export const ALL_EGRESS_LEVELS: readonly EgressLevel[] = EGRESS_LEVELS;
 
+/** An allowlist as the api takes it: as many destinations as it allows, each narrowed to ports or not. */
+export const FULL_EGRESS_ALLOWLIST: EgressAllowlistLimits = {
+  ports: true,
+  maxDestinations: MAX_EGRESS_DESTINATIONS,
+};
+
 /**
  * Backends that enforce nothing of their own (the host's desktop; vendors not yet mapped): the
  * machine reaches whatever its host or vendor lets it, which is `open` and nothing stricter.
  */
 export const OPEN_EGRESS_ONLY: readonly EgressLevel[] = ["open"];
 
-/** Refuses, before anything is applied, a level the backend cannot enforce: the one rule for every backend. */
+/**
+ * Why the backend cannot enforce the policy as written, or null when it can: the one rule every
+ * backend applies before anything is applied, and the api before it stores a policy.
+ */
+export function egressUnsupported(capabilities: ProviderCapabilities, policy: EgressPolicy): string | null {
+  const levels = capabilities.egress;
+  if (!levels.includes(policy.level))
+    return (
+      `cannot enforce the ${policy.level} egress level; ` +
+      (levels.length > 0 ? `it enforces ${levels.join(", ")}` : "it enforces none")
+    );
+  const limits = capabilities.egressAllowlist;
+  if (policy.level !== "allowlist" || !limits) return null;
+  if (policy.allow.length > limits.maxDestinations)
+    return `enforces at most ${limits.maxDestinations} allowlist destinations; this policy lists ${policy.allow.length}`;
+  const ported = policy.allow.find((destination) => destination.ports.length > 0);
+  if (ported && !limits.ports)
+    return `cannot narrow an allowlist destination to ports: list ${ported.host} without ports (each destination then allows every port)`;
+  return null;
+}
+
+/** Refuses, before anything is applied, a policy the backend cannot enforce (egressUnsupported). */
 export function requireEnforceable(capabilities: ProviderCapabilities, policy: EgressPolicy): void {
-  if (capabilities.egress.includes(policy.level)) return;
-  throw new ProviderError(
-    "EGRESS_UNSUPPORTED",
-    `this provider cannot enforce the egress level ${policy.level}; it enforces ${capabilities.egress.join(", ")}`,
-  );
+  const why = egressUnsupported(capabilities, policy);
+  if (why) throw new ProviderError("EGRESS_UNSUPPORTED", `this provider ${why}`);
 }
 
 /**

@@ -1,11 +1,13 @@
 import {
   EGRESS_LEVELS,
+  type EgressAllowlistLimits,
   type EgressLevel,
   type EgressPolicy,
   type EgressRefusal,
   type EgressReport,
   type SandboxProvider,
 } from "../../src/contract/index.ts";
+import { FULL_EGRESS_ALLOWLIST } from "../../src/kernel/egress.ts";
 
 /** The refusals a fake machine keeps, as the Docker supervisor keeps a bounded number. */
 const KEPT_REFUSALS = 256;
@@ -25,6 +27,8 @@ interface MachineEgress {
 export class FakeEgress {
   /** What `capabilities.egress` answers; a test narrows it to play a backend that enforces less. */
   levels: readonly EgressLevel[] = EGRESS_LEVELS;
+  /** What `capabilities.egressAllowlist` answers; a test narrows it to play a vendor's limits. */
+  allowlist: EgressAllowlistLimits = FULL_EGRESS_ALLOWLIST;
   private readonly machines = new Map<string, MachineEgress>();
 
   /** The policy the machine holds (null before any was applied): what a test asserts was applied. */

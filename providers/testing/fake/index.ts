@@ -72,6 +72,9 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
     get egress() {
       return egress.levels;
     },
+    get egressAllowlist() {
+      return egress.allowlist;
+    },
   };
 
   const homeOf = (homeKey: string): FakeHome => {

@@ -6801,7 +6801,14 @@ export interface components {
         WorkspaceEgressPolicy: components["schemas"]["EgressPolicy"] & {
             /** @description The levels the provider new machines run on enforces; the others cannot be chosen. */
             enforceableLevels: ("open" | "default" | "allowlist" | "offline")[];
+            allowlistLimits: components["schemas"]["EgressAllowlistLimits"];
         };
+        /** @description What an allowlist may hold on the provider; null where it enforces no allowlist. */
+        EgressAllowlistLimits: {
+            /** @description Whether a destination may be narrowed to ports; where not, list it without ports. */
+            ports: boolean;
+            maxDestinations: number;
+        } | null;
         EgressPolicyInput: {
             /**
              * @description `open`: everything but the host Cubicle runs on. `default`: the public internet only (no private, link-local or multicast ranges, no other computers). `allowlist`: only `allow`. `offline`: nothing.
@@ -6819,8 +6826,11 @@ export interface components {
             inherited: boolean;
             /** @description Whether the computer's provider enforces this level (where not, the machine reaches what its host lets it). */
             enforced: boolean;
+            /** @description Why the computer's provider cannot enforce this policy; null when it does. */
+            unenforcedReason: string | null;
             /** @description The levels the computer's provider enforces. */
             enforceableLevels: ("open" | "default" | "allowlist" | "offline")[];
+            allowlistLimits: components["schemas"]["EgressAllowlistLimits"];
             /** @description Connections its policy refused, as far as Cubicle has read. */
             refusedTotal: number;
         };
