@@ -7,6 +7,7 @@ import { cpus, totalmem } from "node:os";
 import { BadBody, readJsonObject, sendJson } from "../http/body.ts";
 import { type Route, serveRoutes } from "../http/routes.ts";
 import { MachineMissing } from "../machines/index.ts";
+import { BadNetwork, networkOfCreate, networkOfUpdate } from "./network.ts";
 import type { NewSandbox, SandboxRegistry } from "./registry.ts";
 import type { Sandbox } from "./sandbox.ts";
 
@@ -42,6 +43,7 @@ const ROUTES: Route<ControlPlane>[] = [
   ["DELETE", /^\/sandboxes\/([^/]+)$/, killSandbox],
   ["POST", /^\/sandboxes\/([^/]+)\/pause$/, pauseSandbox],
   ["POST", /^\/sandboxes\/([^/]+)\/timeout$/, setSandboxTimeout],
+  ["PUT", /^\/sandboxes\/([^/]+)\/network$/, updateSandboxNetwork],
 ];
 
 export async function serveControlPlane(plane: ControlPlane, req: IncomingMessage, res: ServerResponse) {
@@ -51,7 +53,12 @@ export async function serveControlPlane(plane: ControlPlane, req: IncomingMessag
     return;
   }
   const served = await serveRoutes(ROUTES, plane, url.pathname, req, res, (error) => {
-    const status = error instanceof ApiError ? error.status : error instanceof BadBody ? 400 : 500;
+    const status =
+      error instanceof ApiError
+        ? error.status
+        : error instanceof BadBody || error instanceof BadNetwork
+          ? 400
+          : 500;
     return [status, { code: status, message: error instanceof Error ? error.message : String(error) }];
   });
   if (!served)
@@ -127,6 +134,7 @@ async function createSandbox(plane: ControlPlane, req: IncomingMessage): Promise
     autoPause: optionalBoolean(body.autoPause, "autoPause") ?? false,
     autoPauseMemory: optionalBoolean(body.autoPauseMemory, "autoPauseMemory") ?? true,
     allowPublicTraffic: optionalBoolean(network.allowPublicTraffic, "network.allowPublicTraffic") ?? true,
+    network: networkOfCreate(body, network),
   };
   return [201, connection(await plane.registry.create(request))];
 }
@@ -166,6 +174,21 @@ async function setSandboxTimeout(
   return [204];
 }
 
+/** E2B's live egress update: the body replaces the sandbox's egress settings; a paused sandbox is a 409. */
+async function updateSandboxNetwork(
+  plane: ControlPlane,
+  req: IncomingMessage,
+  [id]: string[],
+): Promise<[number]> {
+  const body = await readJsonObject(req);
+  const sandbox = sandboxOf(plane, id);
+  const network = networkOfUpdate(body, sandbox.network);
+  if (!(await orMissing(sandbox, () => plane.registry.updateNetwork(sandbox, network)))) {
+    throw new ApiError(409, `sandbox "${sandbox.id}" is not running`);
+  }
+  return [204];
+}
+
 async function killSandbox(plane: ControlPlane, _req: IncomingMessage, [id]: string[]): Promise<[number]> {
   const sandbox = sandboxOf(plane, id);
   await orMissing(sandbox, () => plane.registry.kill(sandbox));
@@ -185,7 +208,13 @@ async function sandboxInfo(
       envdAccessToken: sandbox.record.envdAccessToken,
       domain: null,
       lifecycle: { onTimeout: sandbox.record.autoPause ? "pause" : "kill", autoResume: false },
-      network: { allowPublicTraffic: sandbox.record.trafficAccessToken === null },
+      allowInternetAccess: sandbox.network.allowInternetAccess,
+      network: {
+        allowPublicTraffic: sandbox.record.trafficAccessToken === null,
+        // E2B leaves out what was never set
+        ...(sandbox.network.allowOut.length > 0 ? { allowOut: sandbox.network.allowOut } : {}),
+        ...(sandbox.network.denyOut.length > 0 ? { denyOut: sandbox.network.denyOut } : {}),
+      },
     },
   ];
 }

@@ -3,9 +3,12 @@
  * share one desktop sandbox and run in order (its pause, adoption, timeout and kill come last), so
  * the file costs one desktop boot.
  */
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { get as httpGet } from "node:http";
+import { startEgressHosts } from "@cubicle/supervisor/testing/egress-hosts";
 import {
+  ALL_TRAFFIC,
   AuthenticationError,
   CommandExitError,
   FileNotFoundError,
@@ -15,6 +18,7 @@ import {
   TimeoutError,
 } from "@e2b/desktop";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { machineChainOf } from "../machines/firewall.ts";
 import { firstMessage } from "../testing/websocket.ts";
 import { type E2bEmulator, startE2bEmulator } from "./index.ts";
 
@@ -171,6 +175,77 @@ describe("the E2B emulator, driven by the unmodified @e2b/desktop SDK", () => {
     await expect(Sandbox.create("base", connection())).rejects.toBeInstanceOf(SandboxError);
   });
 
+  it("takes E2B's network settings: refuses bad ones as E2B does, echoes them, enforces them and E2B's own refusals, changes them live", async () => {
+    const hosts = await startEgressHosts(() => ({}), { privateOnly: true });
+    try {
+      const reach = async () =>
+        (
+          await sandbox.commands.run(
+            `timeout 10 bash -c 'exec 3<>/dev/tcp/${hosts.privateAddress}/${hosts.port} && head -c 200 <&3' 2>/dev/null || true`,
+          )
+        ).stdout.trim();
+      // E2B refuses private addresses whatever a sandbox's settings say; this host reaches the server
+      expect(
+        execFileSync("bash", [
+          "-c",
+          `exec 3<>/dev/tcp/${hosts.privateAddress}/${hosts.port} && head -c 200 <&3`,
+        ]).toString(),
+      ).toContain("hello");
+      expect(await reach()).toBe("");
+      const info = await Sandbox.getInfo(sandbox.sandboxId, connection());
+      expect(info.allowInternetAccess ?? null).toBeNull();
+      expect(info.network).toEqual({ allowPublicTraffic: false });
+
+      const update = (network: Parameters<typeof Sandbox.updateNetwork>[1]) =>
+        Sandbox.updateNetwork(sandbox.sandboxId, network, connection());
+      await expect(update({ allowOut: ["example.com"] })).rejects.toThrow(
+        "you must include 'ALL_TRAFFIC' in deny out",
+      );
+      await expect(update({ denyOut: ["example.com"] })).rejects.toThrow("invalid denied CIDR example.com");
+      await expect(update({ denyOut: ["0.0.0.0/8"] })).rejects.toThrow("invalid denied CIDR 0.0.0.0/8");
+      await expect(update({ allowOut: ["10.0.0.0/33"] })).rejects.toThrow(
+        "invalid allowed address 10.0.0.0/33",
+      );
+      await expect(Sandbox.create({ ...connection(), network: { denyOut: ["nowhere"] } })).rejects.toThrow(
+        "invalid denied CIDR nowhere",
+      );
+      await expect(Sandbox.updateNetwork("nosuchsandbox", {}, connection())).rejects.toBeInstanceOf(
+        SandboxNotFoundError,
+      );
+
+      // an allowed private address stays refused: E2B's own refusals come first
+      await update({ allowOut: ["203.0.113.7", `${hosts.privateAddress}/32`], denyOut: [ALL_TRAFFIC] });
+      expect((await Sandbox.getInfo(sandbox.sandboxId, connection())).network).toEqual({
+        allowPublicTraffic: false,
+        allowOut: ["203.0.113.7", `${hosts.privateAddress}/32`],
+        denyOut: [ALL_TRAFFIC],
+      });
+      expect(await reach()).toBe("");
+      const [known] = await emulator.sandboxes();
+      const chain = execFileSync("iptables", [
+        "-w",
+        "10",
+        "-S",
+        machineChainOf(known?.address ?? ""),
+      ]).toString();
+      expect(chain).toContain("-d 203.0.113.7/32 -j RETURN");
+      expect(chain.indexOf("-d 10.0.0.0/8 -p tcp -j REJECT")).toBeLessThan(
+        chain.indexOf("-d 203.0.113.7/32"),
+      );
+
+      // omitted settings are cleared, as on E2B
+      await update({});
+      expect((await Sandbox.getInfo(sandbox.sandboxId, connection())).network).toEqual({
+        allowPublicTraffic: false,
+      });
+      expect(
+        execFileSync("iptables", ["-w", "10", "-S", machineChainOf(known?.address ?? "")]).toString(),
+      ).not.toContain("203.0.113.7");
+    } finally {
+      await hosts.close();
+    }
+  });
+
   it("pauses with memory: envd refuses, a second pause is a 409, connect resumes files and processes", async () => {
     const sleeper = await sandbox.commands.run("sleep 600", { background: true });
     await sandbox.files.write("before-pause.txt", "kept");
@@ -181,6 +256,8 @@ describe("the E2B emulator, driven by the unmodified @e2b/desktop SDK", () => {
     expect(await sandbox.isRunning()).toBe(false);
     expect(await sandbox.pause()).toBe(false);
     expect((await Sandbox.getInfo(sandbox.sandboxId, connection())).state).toBe("paused");
+    // E2B changes only a running sandbox's network
+    await expect(Sandbox.updateNetwork(sandbox.sandboxId, {}, connection())).rejects.toThrow(/^409: /);
 
     const resumed = await Sandbox.connect(sandbox.sandboxId, connection());
     expect(await resumed.files.read("before-pause.txt")).toBe("kept");
@@ -220,7 +297,16 @@ describe("the E2B emulator, driven by the unmodified @e2b/desktop SDK", () => {
       "the timeout's pause",
     );
     expect((await Sandbox.getInfo(sandbox.sandboxId, connection())).state).toBe("paused");
+    const [known] = await emulator.sandboxes();
+    // paused with memory, it keeps its address and the rules on it
+    expect(execFileSync("iptables", ["-w", "10", "-S"]).toString()).toContain(
+      `-s ${known?.address}/32 -j ${machineChainOf(known?.address ?? "")}`,
+    );
     expect(await sandbox.kill()).toBe(true);
+    // the rules on its address went with it
+    expect(execFileSync("iptables", ["-w", "10", "-S"]).toString()).not.toContain(
+      machineChainOf(known?.address ?? ""),
+    );
     await expect(Sandbox.connect(sandbox.sandboxId, connection())).rejects.toBeInstanceOf(
       SandboxNotFoundError,
     );

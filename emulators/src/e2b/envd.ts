@@ -36,7 +36,7 @@ function sandboxUnavailable(res: ServerResponse, sandboxId: string): void {
 function connectErrorOf(registry: SandboxRegistry, sandbox: Sandbox, error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
   if (error instanceof BadBody) return new ConnectError("invalid_argument", error.message);
-  if (error instanceof MachineMissing) registry.drop(sandbox);
+  if (error instanceof MachineMissing) registry.lost(sandbox);
   if (error instanceof MachineMissing || error instanceof MachineNotRunning) {
     return new ConnectError("unavailable", "the sandbox is not running");
   }
@@ -68,7 +68,7 @@ export async function serveEnvd(
   }
   if (url.pathname === "/files") {
     await serveFiles(sandbox, url, req, res).catch((error: unknown) => {
-      if (error instanceof MachineMissing) registry.drop(sandbox);
+      if (error instanceof MachineMissing) registry.lost(sandbox);
       throw error;
     });
     return;

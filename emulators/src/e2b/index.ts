@@ -4,12 +4,15 @@
  * only. See emulators/README.md.
  */
 import { shutDown } from "../http/server.ts";
+import { machineFirewall } from "../machines/firewall.ts";
 import { type EmulatorOptions, instanceOf, localEngine, Machines } from "../machines/index.ts";
 import { newToken } from "./ids.ts";
+import type { SandboxNetwork } from "./network.ts";
 import { SandboxRegistry } from "./registry.ts";
 import { listen } from "./server.ts";
 
 export { DESKTOP_TEMPLATE, ENVD_VERSION } from "./control-plane.ts";
+export { ALWAYS_DENIED, type SandboxNetwork } from "./network.ts";
 
 /** The image reproducing E2B's `desktop` template (emulators/images/e2b-desktop). */
 export const E2B_DESKTOP_IMAGE = "cubicle-e2b-desktop:latest";
@@ -26,13 +29,15 @@ export interface E2bEmulator {
   apiKey: string;
   /** Deletes a sandbox behind its users' back (its container is removed), as a vendor might. */
   forget(sandboxId: string): Promise<void>;
-  /** What the emulator knows, for tests: id, state, metadata, container id. */
+  /** What the emulator knows, for tests: id, state, metadata, container id and address, network settings. */
   sandboxes(): Promise<
     Array<{
       sandboxId: string;
       state: "running" | "paused";
       metadata: Record<string, string>;
       containerId: string;
+      address: string | null;
+      network: SandboxNetwork;
     }>
   >;
   /** Stops serving; with removeSandboxes, removes every container it owns. */
@@ -45,7 +50,7 @@ export type E2bEmulatorOptions = EmulatorOptions;
 export async function startE2bEmulator(options: E2bEmulatorOptions = {}): Promise<E2bEmulator> {
   const instance = instanceOf(options, E2B_DESKTOP_IMAGE);
   const { log } = instance;
-  const registry = new SandboxRegistry(new Machines(localEngine()), instance);
+  const registry = new SandboxRegistry(new Machines(localEngine()), instance, machineFirewall());
   await registry.adopt();
   const apiKey = options.apiKey ?? `e2b_${newToken()}`;
   const { server, url } = await listen({
@@ -71,6 +76,8 @@ export async function startE2bEmulator(options: E2bEmulatorOptions = {}): Promis
         state: sandbox.state,
         metadata: sandbox.record.metadata,
         containerId: sandbox.containerId,
+        address: sandbox.ip,
+        network: sandbox.network,
       }));
     },
     async close(closeOptions = {}) {

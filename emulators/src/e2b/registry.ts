@@ -1,5 +1,7 @@
+import type { MachineFirewall } from "../machines/firewall.ts";
 import { type InstanceOptions, InstanceSandboxes, MachineMissing, type Machines } from "../machines/index.ts";
 import { newSandboxId, newToken } from "./ids.ts";
+import { NETWORK_PATH, networkOfFile, outboundRulesOf, type SandboxNetwork } from "./network.ts";
 import { labelsOf, recordOf, type SandboxRecord } from "./records.ts";
 import { Sandbox } from "./sandbox.ts";
 
@@ -11,6 +13,7 @@ export interface NewSandbox {
   autoPause: boolean;
   autoPauseMemory: boolean;
   allowPublicTraffic: boolean;
+  network: SandboxNetwork;
 }
 
 /** setTimeout's longest delay; longer deadlines are checked again when it fires. */
@@ -21,7 +24,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * of one sandbox run one at a time (Sandbox.exclusive).
  */
 export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
-  constructor(machines: Machines, options: InstanceOptions) {
+  constructor(
+    machines: Machines,
+    options: InstanceOptions,
+    private readonly firewall: MachineFirewall,
+  ) {
     super(machines, "e2b", options);
   }
 
@@ -33,7 +40,9 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
         ip: now.ip,
         startedAt: now.createdAt,
       });
+      sandbox.network = networkOfFile(await this.machines.getFile(containerId, NETWORK_PATH));
       this.sandboxes.set(record.sandboxId, sandbox);
+      await this.enforce(sandbox);
       if (sandbox.state === "running") this.arm(sandbox, record.timeoutSeconds);
       this.log(`adopted sandbox ${record.sandboxId} (${sandbox.state})`);
     }
@@ -51,15 +60,22 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       timeoutSeconds: request.timeoutSeconds,
     };
     const containerId = await this.createContainer(record.sandboxId, labelsOf(record), request.envVars);
-    const { ip, createdAt } = await this.machines.inspect(containerId).catch(async (error) => {
+    let sandbox: Sandbox;
+    try {
+      const { ip, createdAt } = await this.machines.inspect(containerId);
+      sandbox = new Sandbox(record, containerId, this.machines, {
+        machineState: "running",
+        ip,
+        startedAt: createdAt,
+      });
+      sandbox.network = request.network;
+      await this.saveNetwork(sandbox);
+      // E2B's rules hold before its sandbox runs anything; here the container runs a moment before
+      await this.enforce(sandbox);
+    } catch (error) {
       await this.machines.remove(containerId);
       throw error;
-    });
-    const sandbox = new Sandbox(record, containerId, this.machines, {
-      machineState: "running",
-      ip,
-      startedAt: createdAt,
-    });
+    }
     this.sandboxes.set(record.sandboxId, sandbox);
     this.arm(sandbox, request.timeoutSeconds);
     this.log(`created sandbox ${record.sandboxId} (container ${containerId.slice(0, 12)})`);
@@ -92,9 +108,26 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
         if (sandbox.machineState === "stopped" || !memory) await this.reboot(sandbox);
       });
       sandbox.machineState = "running";
+      await this.enforce(sandbox);
       this.arm(sandbox, timeoutSeconds);
       this.log(`resumed sandbox ${sandbox.id}`);
       return "resumed";
+    });
+  }
+
+  /**
+   * E2B's live network update: the new settings are enforced when this returns. False when the
+   * sandbox is paused (E2B changes only a running sandbox's network).
+   */
+  updateNetwork(sandbox: Sandbox, network: SandboxNetwork): Promise<boolean> {
+    return sandbox.exclusive(async () => {
+      this.ensureKnown(sandbox);
+      if (sandbox.state !== "running") return false;
+      sandbox.network = network;
+      await this.guard(sandbox, () => this.saveNetwork(sandbox));
+      await this.enforce(sandbox);
+      this.log(`updated the network of sandbox ${sandbox.id}`);
+      return true;
     });
   }
 
@@ -109,16 +142,53 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       this.ensureKnown(sandbox);
       this.drop(sandbox);
       await this.machines.remove(sandbox.containerId);
+      await this.unenforce(sandbox);
       this.log(`killed sandbox ${sandbox.id}`);
     });
   }
 
-  /** Forgets a sandbox whose container went away behind the emulator's back. */
-  drop(sandbox: Sandbox): void {
+  /** Forgets a sandbox whose container went away behind the emulator's back, and the rules on its address. */
+  lost(sandbox: Sandbox): void {
+    this.drop(sandbox);
+    this.unenforce(sandbox).catch((error: unknown) =>
+      this.log(`the rules of lost sandbox ${sandbox.id} stay: ${String(error)}`),
+    );
+  }
+
+  private drop(sandbox: Sandbox): void {
     clearTimeout(sandbox.timer);
     sandbox.dropConnections();
     sandbox.processes.detachAll();
     this.sandboxes.delete(sandbox.id);
+  }
+
+  /** Removes every container of the instance and the rules on their addresses. */
+  override async removeAll(): Promise<void> {
+    for (const machine of await this.containers()) {
+      const { ip } = await this.machines.inspect(machine.containerId).catch(() => ({ ip: null }));
+      await this.machines.remove(machine.containerId);
+      if (ip) await this.firewall.release(ip);
+    }
+  }
+
+  /** Enforces the sandbox's settings on its container's address (a stopped one has none). */
+  private async enforce(sandbox: Sandbox): Promise<void> {
+    if (sandbox.ip) await this.firewall.apply(sandbox.ip, await outboundRulesOf(sandbox.network));
+  }
+
+  /** The container lost its address (stopped or removed): another container may get it, without these rules. */
+  private async unenforce(sandbox: Sandbox): Promise<void> {
+    const { ip } = sandbox;
+    sandbox.ip = null;
+    if (ip) await this.firewall.release(ip);
+  }
+
+  private saveNetwork(sandbox: Sandbox): Promise<void> {
+    return this.machines.putFile(
+      sandbox.containerId,
+      NETWORK_PATH,
+      Buffer.from(JSON.stringify(sandbox.network)),
+    );
   }
 
   /** Stops every timer and cuts every connection; the containers stay as they are, to be adopted. */
@@ -146,6 +216,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
         } else {
           await this.machines.stop(sandbox.containerId);
           sandbox.processes.detachAll();
+          await this.unenforce(sandbox);
         }
       });
     } catch (error) {
@@ -161,6 +232,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
   private async reboot(sandbox: Sandbox): Promise<void> {
     await this.machines.stop(sandbox.containerId);
     sandbox.processes.detachAll();
+    await this.unenforce(sandbox);
     await this.machines.start(sandbox.containerId);
     sandbox.ip = (await this.machines.inspect(sandbox.containerId)).ip;
   }
@@ -192,6 +264,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
         } else {
           this.drop(sandbox);
           await this.machines.remove(sandbox.containerId);
+          await this.unenforce(sandbox);
         }
       });
     } catch (error) {
@@ -204,7 +277,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
     try {
       await change();
     } catch (error) {
-      if (error instanceof MachineMissing) this.drop(sandbox);
+      if (error instanceof MachineMissing) this.lost(sandbox);
       throw error;
     }
   }

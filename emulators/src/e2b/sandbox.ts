@@ -1,4 +1,5 @@
 import { ContainerSandbox, type MachineState, type Machines } from "../machines/index.ts";
+import { OPEN_NETWORK, type SandboxNetwork } from "./network.ts";
 import { ProcessTable } from "./process-table.ts";
 import type { SandboxRecord } from "./records.ts";
 import { SandboxUsers } from "./users.ts";
@@ -17,6 +18,8 @@ export class Sandbox extends ContainerSandbox {
   /** When the timeout pauses or kills it; only meaningful while it runs. */
   deadline: Date;
   timer: NodeJS.Timeout | undefined;
+  /** Its outbound settings, enforced on the container's address while it has one. */
+  network: SandboxNetwork = OPEN_NETWORK;
 
   constructor(
     readonly record: SandboxRecord,
