@@ -233,6 +233,28 @@ describe("dashboard on the real stack", () => {
         .poll(() => visibleText(section(page, "Files").getByRole("table")), { timeout: 15_000 })
         .toContain("notes.txt");
 
+      // network access: the running computer goes offline without a restart; a connection it then
+      // tries is refused, counted on the page and audited; then it follows the workspace's policy again
+      const network = section(page, "Network access");
+      await network.getByRole("radio", { name: "Offline" }).check();
+      await network.getByRole("button", { name: "Apply to this computer" }).click();
+      await expect
+        .poll(() => visibleText(network), { timeout: 15_000 })
+        .toContain("(its own policy, overriding the workspace's)");
+      // the marker is computed, so the command's own text never matches it
+      const tried = await runCommand(
+        page,
+        "timeout 5 bash -c 'exec 3<>/dev/tcp/192.0.2.1/9' 2>/dev/null && echo connected || echo refused-$((40+2))",
+      );
+      expect(tried).toContain("refused-42");
+      await expect
+        .poll(() => visibleText(network), { timeout: 60_000 })
+        .toMatch(/Connections refused: [1-9]/);
+      await network.getByRole("button", { name: "Use the workspace's policy" }).click();
+      await expect
+        .poll(() => visibleText(network), { timeout: 15_000 })
+        .toContain("(the workspace's policy)");
+
       // a checkpoint, then restore it into the current computer
       const timeline = section(page, "Checkpoints");
       await page.getByRole("button", { name: "Take checkpoint" }).click();
@@ -267,6 +289,8 @@ describe("dashboard on the real stack", () => {
         "screen.control_released",
         "computer.shell",
         "computer.file_written",
+        "computer.egress_changed",
+        "computer.egress_refused",
         "checkpoint.created",
         "checkpoint.restored",
       ])

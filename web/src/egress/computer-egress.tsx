@@ -37,6 +37,7 @@ export function ComputerEgressPanel({
             title="This computer's own policy"
             current={policy}
             enforceable={policy.enforceableLevels}
+            allowlistLimits={policy.allowlistLimits}
             pending={change.isPending}
             error={change.error}
             saveLabel="Apply to this computer"
@@ -78,11 +79,9 @@ function EgressFacts({ policy }: { policy: ComputerEgress }) {
           ))}
         </ul>
       ) : null}
-      {policy.enforced ? null : (
+      {policy.unenforcedReason === null ? null : (
         <p className="notice warning" role="note">
-          This computer's provider cannot enforce this level (it enforces{" "}
-          {policy.enforceableLevels.map((level) => LEVEL_LABELS[level]).join(", ") || "none"}): its programs
-          reach whatever its host lets them.
+          Not enforced: {policy.unenforcedReason} Its programs reach whatever its host lets them.
         </p>
       )}
       <p className="small">

@@ -4,6 +4,7 @@ import { type FormEvent, useId, useState } from "react";
 import { ErrorNote } from "@/ui/feedback.tsx";
 import styles from "./egress.module.css";
 import {
+  type AllowlistLimits,
   type EgressLevel,
   type EgressPolicyInput,
   formatDestinations,
@@ -22,6 +23,7 @@ export function EgressForm({
   title,
   current,
   enforceable,
+  allowlistLimits,
   pending,
   error,
   saveLabel,
@@ -30,6 +32,8 @@ export function EgressForm({
   title: string;
   current: EgressPolicyInput;
   enforceable: readonly EgressLevel[];
+  /** What an allowlist may hold on the provider; null where it enforces none. */
+  allowlistLimits: AllowlistLimits;
   pending: boolean;
   error: unknown;
   saveLabel: string;
@@ -88,10 +92,19 @@ export function EgressForm({
             value={destinations}
             onChange={(e) => setDestinations(e.target.value)}
           />
-          <span id={`${id}-allow-hint`} className="hint">
-            One a line: a host name, an address or a CIDR block, then its ports if only some, e.g.{" "}
-            <code>api.example.com 443</code> or <code>203.0.113.0/24</code>.
-          </span>
+          {allowlistLimits?.ports === false ? (
+            <span id={`${id}-allow-hint`} className="hint">
+              One a line: a host name, an address or a CIDR block, e.g. <code>api.example.com</code> or{" "}
+              <code>203.0.113.0/24</code>; at most {allowlistLimits.maxDestinations}. This provider's rules
+              have no ports: each destination allows every port.
+            </span>
+          ) : (
+            <span id={`${id}-allow-hint`} className="hint">
+              One a line: a host name, an address or a CIDR block, then its ports if only some, e.g.{" "}
+              <code>api.example.com 443</code> or <code>203.0.113.0/24</code>
+              {allowlistLimits ? `; at most ${allowlistLimits.maxDestinations}` : ""}.
+            </span>
+          )}
         </div>
       ) : null}
       <ErrorNote error={parseError ?? error} prefix="The egress policy was not changed" />

@@ -8,6 +8,7 @@ export type EgressPolicyInput = Schema<"EgressPolicyInput">;
 export type EgressLevel = EgressPolicyInput["level"];
 export type WorkspaceEgress = Schema<"WorkspaceEgressPolicy">;
 export type ComputerEgress = Schema<"ComputerEgressPolicy">;
+export type AllowlistLimits = Schema<"EgressAllowlistLimits">;
 
 /** The refused count moves while a bot works; the policy itself changes only by an admin. */
 const EGRESS_POLL_MS = 10_000;

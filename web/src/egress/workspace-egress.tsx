@@ -28,6 +28,7 @@ export function WorkspaceEgressPanel({ workspaceId, role }: { workspaceId: strin
           title="Workspace policy"
           current={policy}
           enforceable={policy.enforceableLevels}
+          allowlistLimits={policy.allowlistLimits}
           pending={change.isPending}
           error={change.error}
           saveLabel="Apply to the workspace"
