@@ -9,6 +9,7 @@ import { BadBody, readJsonObject, sendJson } from "../http/body.ts";
 import { type Route, serveRoutes } from "../http/routes.ts";
 import { MachineMissing } from "../machines/index.ts";
 import { DaytonaHttpError, errorBody, notFound } from "./errors.ts";
+import { createdSettings, updatedSettings } from "./network.ts";
 import { previewUrl } from "./preview.ts";
 import { NameTaken, type SandboxRegistry } from "./registry.ts";
 import type { Sandbox } from "./sandbox.ts";
@@ -36,6 +37,7 @@ const ROUTES: Route<ControlPlane>[] = [
   ["POST", /^\/sandbox\/([^/]+)\/start$/, startSandbox],
   ["POST", /^\/sandbox\/([^/]+)\/stop$/, stopSandbox],
   ["POST", /^\/sandbox\/([^/]+)\/last-activity$/, refreshActivity],
+  ["POST", /^\/sandbox\/([^/]+)\/network-settings$/, setNetworkSettings],
   ["POST", /^\/sandbox\/([^/]+)\/autostop\/(\d+)$/, setAutoStop],
   [
     "GET",
@@ -83,7 +85,7 @@ function dtoOf(plane: ControlPlane, sandbox: Sandbox) {
     env: record.env,
     labels: record.labels,
     public: record.public,
-    networkBlockAll: false,
+    ...sandbox.network,
     target: record.target,
     cpu: cpus().length,
     gpu: 0,
@@ -130,6 +132,7 @@ async function createSandbox(plane: ControlPlane, req: IncomingMessage): Promise
   }
   const target = typeof body.target === "string" && body.target !== "" ? body.target : plane.target;
   if (target !== plane.target) throw new DaytonaHttpError(400, `Region ${target} not found`);
+  const network = createdSettings(body);
   try {
     const sandbox = await plane.registry.create({
       ...(typeof body.name === "string" && body.name !== "" ? { name: body.name } : {}),
@@ -140,6 +143,7 @@ async function createSandbox(plane: ControlPlane, req: IncomingMessage): Promise
       autoStopInterval: minutes(body.autoStopInterval, DEFAULT_AUTO_STOP),
       autoArchiveInterval: minutes(body.autoArchiveInterval, DEFAULT_AUTO_ARCHIVE),
       autoDeleteInterval: minutes(body.autoDeleteInterval, -1),
+      network,
     });
     return [200, dtoOf(plane, sandbox)];
   } catch (error) {
@@ -175,6 +179,18 @@ async function deleteSandbox(
 ): Promise<[number, unknown]> {
   const sandbox = sandboxOf(plane, id);
   await plane.registry.delete(sandbox);
+  return [200, dtoOf(plane, sandbox)];
+}
+
+/** The SDK's updateNetworkSettings: answered with the whole sandbox, which the SDK takes as its own. */
+async function setNetworkSettings(
+  plane: ControlPlane,
+  req: IncomingMessage,
+  [id]: string[],
+): Promise<[number, unknown]> {
+  const sandbox = sandboxOf(plane, id);
+  const body = await readJsonObject(req);
+  await plane.registry.setNetwork(sandbox, (current) => updatedSettings(current, body));
   return [200, dtoOf(plane, sandbox)];
 }
 

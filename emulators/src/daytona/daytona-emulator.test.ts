@@ -3,6 +3,7 @@
  * cases share one desktop sandbox and run in order (its stop and start, and the emulator's
  * restart, come last); two more sandboxes, never started as desktops, are deleted and forgotten.
  */
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import {
@@ -14,6 +15,8 @@ import {
   type Sandbox,
 } from "@daytonaio/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { machineChainOf } from "../machines/firewall.ts";
+import { localEngine } from "../machines/index.ts";
 import { firstMessage } from "../testing/websocket.ts";
 import { type DaytonaEmulator, startDaytonaEmulator } from "./index.ts";
 
@@ -46,6 +49,22 @@ async function download(path: string): Promise<Buffer> {
 /** The first WebSocket message from the sandbox's noVNC (websockify) through the preview link. */
 const previewGreeting = (url: string, token: string) =>
   firstMessage(`${url.replace(/^http/, "ws")}/websockify`, { "x-daytona-preview-token": token });
+
+/** The sandbox container's address now. */
+async function addressOf(sandboxId: string): Promise<string> {
+  const known = (await emulator.sandboxes()).find((one) => one.id === sandboxId);
+  const info = await localEngine()
+    .getContainer(known?.containerId ?? "")
+    .inspect();
+  return info.NetworkSettings.Networks.bridge?.IPAddress ?? "";
+}
+
+/** Whether the host's firewall sends the address's traffic to a machine chain (and has it). */
+function firewalled(address: string): boolean {
+  const rules = execFileSync("iptables", ["-w", "10", "-S"], { encoding: "utf8" });
+  const chain = machineChainOf(address);
+  return rules.includes(`-A DOCKER-USER -s ${address}/32 -j ${chain}`) && rules.includes(`-N ${chain}`);
+}
 
 /** Width and height from a PNG's IHDR. */
 function pngSize(png: Buffer): { width: number; height: number } {
@@ -246,6 +265,57 @@ describe("Daytona emulator", () => {
     }
   });
 
+  it("takes network settings live, echoes them whole, and refuses what Daytona refuses", async () => {
+    await expect(sandbox.updateNetworkSettings({ networkAllowList: "203.0.113.10" })).rejects.toThrow(
+      "Missing CIDR prefix length",
+    );
+    const eleven = Array.from({ length: 11 }, (_, i) => `203.0.113.${i}/32`).join(",");
+    await expect(sandbox.updateNetworkSettings({ networkAllowList: eleven })).rejects.toThrow(
+      "cannot contain more than 10 networks",
+    );
+    await expect(sandbox.updateNetworkSettings({ domainAllowList: "example.123" })).rejects.toThrow(
+      "Invalid domain",
+    );
+    expect(firewalled(await addressOf(sandbox.id))).toBe(false);
+
+    await sandbox.updateNetworkSettings({ networkAllowList: "203.0.113.0/24" });
+    // the answer is the whole sandbox, which the SDK takes as its own
+    expect(sandbox).toMatchObject({
+      state: "started",
+      networkBlockAll: false,
+      networkAllowList: "203.0.113.0/24",
+    });
+    expect(sandbox.labels).toMatchObject({ suite: "daytona-emulator" });
+    expect(firewalled(await addressOf(sandbox.id))).toBe(true);
+    // block-all clears the CIDR list
+    await sandbox.updateNetworkSettings({ networkBlockAll: true });
+    const read = await daytona.get(sandbox.id);
+    expect(read.networkBlockAll).toBe(true);
+    expect(read.networkAllowList).toBeUndefined();
+  });
+
+  it("enforces them only while the sandbox runs, on its address of the moment", async () => {
+    const before = await addressOf(sandbox.id);
+    expect(firewalled(before)).toBe(true);
+    await sandbox.stop();
+    expect(firewalled(before)).toBe(false);
+    await sandbox.start();
+    expect(sandbox.networkBlockAll).toBe(true);
+    expect(firewalled(await addressOf(sandbox.id))).toBe(true);
+  });
+
+  it("takes network settings at create, checked as Daytona checks them, and lifts them at delete", async () => {
+    await expect(daytona.create({ networkAllowList: "2001:db8::/32" })).rejects.toThrow(
+      "Must be a valid IPv4 address",
+    );
+    const blocked = await daytona.create({ labels: { suite: "daytona-emulator" }, networkBlockAll: true });
+    expect(blocked.networkBlockAll).toBe(true);
+    const address = await addressOf(blocked.id);
+    expect(firewalled(address)).toBe(true);
+    await blocked.delete();
+    expect(firewalled(address)).toBe(false);
+  });
+
   it("deletes a sandbox, and a forgotten one is not found either", async () => {
     const deleted = await daytona.create({ labels: { suite: "daytona-emulator" } });
     await deleted.delete();
@@ -261,6 +331,8 @@ describe("Daytona emulator", () => {
     emulator = await startDaytonaEmulator({ instance, apiKey });
     const adopted = await client().get(sandbox.id);
     expect(adopted.state).toBe("started");
+    expect(adopted.networkBlockAll).toBe(true);
+    expect(firewalled(await addressOf(sandbox.id))).toBe(true);
     expect(adopted.labels).toMatchObject({ suite: "daytona-emulator" });
     expect((await adopted.process.executeCommand("cat data/deep/hello.txt")).result).toBe("hello\n");
   });

@@ -5,7 +5,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { shutDown } from "../http/server.ts";
+import { machineFirewall } from "../machines/firewall.ts";
 import { type EmulatorOptions, instanceOf, localEngine, Machines } from "../machines/index.ts";
+import { NetworkEnforcer } from "./enforcer.ts";
+import type { NetworkSettings } from "./network.ts";
 import { SandboxRegistry } from "./registry.ts";
 import { listen } from "./server.ts";
 
@@ -27,7 +30,13 @@ export interface DaytonaEmulator {
   forget(sandboxId: string): Promise<void>;
   /** What the emulator knows, for tests. */
   sandboxes(): Promise<
-    Array<{ id: string; state: string; labels: Record<string, string>; containerId: string }>
+    Array<{
+      id: string;
+      state: string;
+      labels: Record<string, string>;
+      containerId: string;
+      network: NetworkSettings;
+    }>
   >;
   /** Stops serving; with removeSandboxes, removes every container it owns. */
   close(options?: { removeSandboxes?: boolean }): Promise<void>;
@@ -42,7 +51,11 @@ export interface DaytonaEmulatorOptions extends EmulatorOptions {
 export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {}): Promise<DaytonaEmulator> {
   const instance = instanceOf(options, DAYTONA_DESKTOP_IMAGE);
   const { log } = instance;
-  const registry = new SandboxRegistry(new Machines(localEngine()), instance);
+  const registry = new SandboxRegistry(
+    new Machines(localEngine()),
+    instance,
+    new NetworkEnforcer(machineFirewall()),
+  );
   await registry.adopt();
   const apiKey = options.apiKey ?? `dtn_${randomBytes(24).toString("hex")}`;
   const target = options.target ?? DAYTONA_EMULATOR_TARGET;
@@ -68,6 +81,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
         state: sandbox.state,
         labels: sandbox.record.labels,
         containerId: sandbox.containerId,
+        network: sandbox.network,
       }));
     },
     async close(closeOptions = {}) {

@@ -3,7 +3,9 @@
  * starts again (same instance) adopts its sandboxes. Labels cannot change after creation, so what
  * changes is derived: the state from the container's, the preview token from its start time.
  */
-import { mapLabel } from "../machines/index.ts";
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { type Machines, mapLabel } from "../machines/index.ts";
+import type { NetworkSettings } from "./network.ts";
 
 const LABEL = {
   sandboxId: "cubicle.daytona.sandbox-id",
@@ -71,4 +73,48 @@ export function recordOf(labels: Record<string, string>): SandboxRecord | null {
     autoDeleteInterval: minutes(LABEL.autoDeleteInterval, -1),
     secret,
   };
+}
+
+/**
+ * A sandbox's network settings change, so they live in a root-only file on its disk, where an
+ * emulator that starts again finds them. The sandbox user may become root, so the file carries a
+ * MAC keyed by the record's secret (a label, out of the sandbox's reach): settings changed from
+ * inside are not taken, and the sandbox is then blocked rather than opened.
+ */
+const NETWORK_PATH = "/var/lib/cubicle-daytona/network.json";
+
+const macOf = (secret: string, settings: string) =>
+  createHmac("sha256", secret).update(settings).digest("base64url");
+
+export async function saveNetwork(
+  machines: Machines,
+  containerId: string,
+  record: SandboxRecord,
+  network: NetworkSettings,
+): Promise<void> {
+  const settings = JSON.stringify(network);
+  const file = JSON.stringify({ settings, mac: macOf(record.secret, settings) });
+  await machines.putFile(containerId, NETWORK_PATH, Buffer.from(file));
+}
+
+/** The settings saved on the sandbox's disk; block-all when they are missing or were tampered with. */
+export async function loadNetwork(
+  machines: Machines,
+  containerId: string,
+  record: SandboxRecord,
+): Promise<NetworkSettings> {
+  const data = await machines.getFile(containerId, NETWORK_PATH);
+  return (data && verified(data, record.secret)) ?? { networkBlockAll: true };
+}
+
+function verified(data: Buffer, secret: string): NetworkSettings | null {
+  try {
+    const { settings, mac } = JSON.parse(data.toString("utf8")) as { settings: string; mac: string };
+    const expected = Buffer.from(macOf(secret, settings));
+    const given = Buffer.from(String(mac));
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+    return JSON.parse(settings) as NetworkSettings;
+  } catch {
+    return null;
+  }
 }

@@ -1,9 +1,14 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { type InstanceOptions, InstanceSandboxes, MachineMissing, type Machines } from "../machines/index.ts";
-import { labelsOf, recordOf, type SandboxRecord } from "./records.ts";
+import type { NetworkEnforcer } from "./enforcer.ts";
+import type { NetworkSettings } from "./network.ts";
+import { labelsOf, loadNetwork, recordOf, type SandboxRecord, saveNetwork } from "./records.ts";
 import { Sandbox } from "./sandbox.ts";
 
-export type NewSandbox = Omit<SandboxRecord, "sandboxId" | "secret" | "name"> & { name?: string };
+export type NewSandbox = Omit<SandboxRecord, "sandboxId" | "secret" | "name"> & {
+  name?: string;
+  network: NetworkSettings;
+};
 
 /**
  * The sandboxes of one emulator instance, each a container on the local engine. A lifecycle call
@@ -11,7 +16,11 @@ export type NewSandbox = Omit<SandboxRecord, "sandboxId" | "secret" | "name"> & 
  * meanwhile the sandbox shows Daytona's transitional state (creating, starting, stopping, …).
  */
 export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
-  constructor(machines: Machines, options: InstanceOptions) {
+  constructor(
+    machines: Machines,
+    options: InstanceOptions,
+    private readonly enforcer: NetworkEnforcer,
+  ) {
     super(machines, "daytona", options);
   }
 
@@ -24,19 +33,27 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
   async adopt(): Promise<void> {
     for await (const { record, containerId, now } of this.unadopted(recordOf, (found) => found.sandboxId)) {
       if (now.state === "paused") await this.machines.unpause(containerId);
-      const sandbox = new Sandbox(record, containerId, this.machines, {
-        state: now.state === "stopped" ? "stopped" : "started",
-        ip: now.ip,
-        startedAt: now.startedAt,
-        createdAt: now.createdAt,
-      });
+      const network = await loadNetwork(this.machines, containerId, record);
+      const sandbox = new Sandbox(
+        record,
+        containerId,
+        this.machines,
+        {
+          state: now.state === "stopped" ? "stopped" : "started",
+          ip: now.ip,
+          startedAt: now.startedAt,
+          createdAt: now.createdAt,
+        },
+        network,
+      );
+      if (sandbox.state === "started") await this.enforcer.enforce(sandbox);
       this.sandboxes.set(record.sandboxId, sandbox);
       this.touch(sandbox);
       this.log(`adopted sandbox ${record.sandboxId} (${sandbox.state})`);
     }
   }
 
-  async create(request: NewSandbox): Promise<Sandbox> {
+  async create({ network, ...request }: NewSandbox): Promise<Sandbox> {
     const sandboxId = randomUUID();
     const record: SandboxRecord = {
       ...request,
@@ -45,12 +62,13 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       secret: randomBytes(24).toString("base64url"),
     };
     if (this.get(record.name)) throw new NameTaken(record.name);
-    const placeholder = new Sandbox(record, "", this.machines, {
-      state: "creating",
-      ip: null,
-      startedAt: new Date(),
-      createdAt: new Date(),
-    });
+    const placeholder = new Sandbox(
+      record,
+      "",
+      this.machines,
+      { state: "creating", ip: null, startedAt: new Date(), createdAt: new Date() },
+      network,
+    );
     this.sandboxes.set(sandboxId, placeholder);
     let containerId: string;
     try {
@@ -59,12 +77,19 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       this.sandboxes.delete(sandboxId);
       throw error;
     }
-    const now = await this.machines.inspect(containerId).catch(async (error) => {
+    // Daytona applies the settings just after the container is up, so does the emulator; a sandbox
+    // whose settings cannot be enforced is not handed out
+    const sandbox = await (async () => {
+      const now = await this.machines.inspect(containerId);
+      const made = new Sandbox(record, containerId, this.machines, { ...now, state: "started" }, network);
+      await saveNetwork(this.machines, containerId, record, network);
+      await this.enforcer.enforce(made);
+      return made;
+    })().catch(async (error) => {
       this.sandboxes.delete(sandboxId);
       await this.machines.remove(containerId);
       throw error;
     });
-    const sandbox = new Sandbox(record, containerId, this.machines, { ...now, state: "started" });
     this.sandboxes.set(sandboxId, sandbox);
     this.touch(sandbox);
     this.log(`created sandbox ${sandboxId} (container ${containerId.slice(0, 12)})`);
@@ -82,6 +107,8 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
         const now = await this.machines.inspect(sandbox.containerId);
         sandbox.ip = now.ip;
         sandbox.startedAt = now.startedAt;
+        // the address may be another than before the stop
+        await this.enforcer.enforce(sandbox);
       });
       this.change(sandbox, "started");
       this.touch(sandbox);
@@ -99,6 +126,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       this.change(sandbox, "stopping");
       sandbox.dropAll();
       await this.guard(sandbox, () => this.machines.stop(sandbox.containerId));
+      await this.enforcer.forget(sandbox);
       this.change(sandbox, "stopped");
       this.log(`stopped sandbox ${sandbox.id}`);
       if (sandbox.record.autoDeleteInterval === 0) await this.destroy(sandbox);
@@ -111,6 +139,38 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
       this.ensureKnown(sandbox);
       await this.destroy(sandbox);
     });
+  }
+
+  /**
+   * Takes new network settings: on the container at once while it runs (Daytona's runner rewrites
+   * the sandbox's chain before it answers), else at its next start.
+   */
+  setNetwork(sandbox: Sandbox, change: (current: NetworkSettings) => NetworkSettings): Promise<void> {
+    return sandbox.exclusive(async () => {
+      this.ensureKnown(sandbox);
+      const network = change(sandbox.network);
+      await this.guard(sandbox, () =>
+        saveNetwork(this.machines, sandbox.containerId, sandbox.record, network),
+      );
+      sandbox.network = network;
+      sandbox.updatedAt = new Date();
+      if (sandbox.state === "started") await this.enforcer.enforce(sandbox);
+    });
+  }
+
+  /** Every container of the instance goes, and the firewall rules of those that ran. */
+  override async removeAll(): Promise<void> {
+    const owned = await this.containers();
+    const addresses = await Promise.all(
+      owned.map((machine) =>
+        this.machines.inspect(machine.containerId).then(
+          (now) => now.ip,
+          () => null,
+        ),
+      ),
+    );
+    await super.removeAll();
+    for (const address of addresses) if (address) await this.enforcer.releaseAddress(address);
   }
 
   /** Marks activity: an idle sandbox with an autoStopInterval is stopped when it runs out. */
@@ -142,6 +202,7 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
     this.change(sandbox, "destroying");
     sandbox.dropAll();
     await this.machines.remove(sandbox.containerId);
+    await this.enforcer.forget(sandbox);
     this.change(sandbox, "destroyed");
     this.sandboxes.delete(sandbox.id);
     this.log(`deleted sandbox ${sandbox.id}`);

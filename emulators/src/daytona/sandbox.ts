@@ -1,5 +1,6 @@
 import { createHmac } from "node:crypto";
 import { ContainerSandbox, type Finished, type Machines } from "../machines/index.ts";
+import type { NetworkSettings } from "./network.ts";
 import type { SandboxRecord } from "./records.ts";
 import { Sessions } from "./sessions.ts";
 import { SANDBOX_USER } from "./user.ts";
@@ -28,14 +29,18 @@ export class Sandbox extends ContainerSandbox {
   /** Stops the sandbox once it has been idle for autoStopInterval minutes. */
   idleTimer: NodeJS.Timeout | undefined;
   readonly sessions: Sessions;
+  /** Its outbound network settings, enforced on the container while it runs. */
+  network: NetworkSettings;
 
   constructor(
     readonly record: SandboxRecord,
     containerId: string,
     machines: Machines,
     now: { state: SandboxState; ip: string | null; startedAt: Date; createdAt: Date },
+    network: NetworkSettings,
   ) {
     super(containerId, machines);
+    this.network = network;
     this.state = now.state;
     this.ip = now.ip;
     this.startedAt = now.startedAt;
