@@ -1,4 +1,4 @@
-import { type BoxEmulator, startBoxEmulator } from "@cubicle/emulators/box";
+import { type BoxEmulator, QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { describe, expect, it } from "vitest";
 import { vendorApiSuite } from "./support/vendor-api-suite.ts";
 
@@ -15,7 +15,8 @@ const box = vendorApiSuite<BoxEmulator>({
   keyVariable: "BOX_API_KEY",
   wrongKey: "box_wrong_key",
   states: { running: "ready", stopped: "archived" },
-  start: (instance) => startBoxEmulator({ instance }),
+  // Box's states pass quickly: the emulator's own suite holds them for Box's time
+  start: (instance) => startBoxEmulator({ instance, timings: QUICK_TIMINGS }),
   env: (emulator, apiKey) => ({ BOX_API_KEY: apiKey, BOX_API_URL: emulator.apiUrl }),
   machine: async (emulator, ref) => {
     const found = (await emulator.boxes()).find(({ id }) => id === ref);

@@ -59,7 +59,16 @@ export const ROUTES: Route<ApiCall>[] = [
   [
     "POST",
     /^\/boxes\/([^/]+)\/desktop$/,
-    async (call, _req, [id]) => [200, desktopAnswer(runnable(call, id), call.query, call.body, call.origin)],
+    async (call, _req, [id]) => [
+      200,
+      desktopAnswer(
+        runnable(call, id),
+        call.query,
+        call.body,
+        call.origin,
+        call.registry.timings.desktopProvisioningMs,
+      ),
+    ],
   ],
   ["GET", /^\/deletion-operations\/([^/]+)$/, deletionOperation],
 ];

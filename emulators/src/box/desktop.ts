@@ -14,8 +14,6 @@ import { BoxError, badRequest, errorBody } from "./errors.ts";
 
 const DISPLAY = ":0";
 const VNC_PORT = 5900;
-/** How long the desktop answers "provisioning" after the first call of a ready spell. */
-export const DESKTOP_PROVISIONING_MS = 3_000;
 
 /**
  * Display :0 with its window manager, as the box's user; a display left by an earlier boot (its
@@ -77,12 +75,16 @@ function startVnc(box: Box, password: string): Desktop {
   return desktop;
 }
 
-/** `POST /boxes/{id}/desktop?vnc=1`: "provisioning" (poll again) or the noVNC URL of this spell. */
+/**
+ * `POST /boxes/{id}/desktop?vnc=1`: "provisioning" (poll again) for `provisioningMs` after the first
+ * call of the spell and until x11vnc listens, then the noVNC URL of this spell.
+ */
 export function desktopAnswer(
   box: Box,
   query: Record<string, string>,
   body: Record<string, unknown>,
   origin: string,
+  provisioningMs: number,
 ) {
   if (query.vnc !== "1")
     throw badRequest("vnc_required", "The emulator has only the noVNC desktop (?vnc=1).");
@@ -98,7 +100,7 @@ export function desktopAnswer(
     throw new BoxError(500, "desktop_failed", `The VNC desktop did not start: ${failure}`);
   }
   box.desktop ??= startVnc(box, password);
-  if (!box.desktop.up || Date.now() - box.desktop.requestedAt < DESKTOP_PROVISIONING_MS) {
+  if (!box.desktop.up || Date.now() - box.desktop.requestedAt < provisioningMs) {
     return { ok: true, type: "desktop.provisioning", provisioning: true, message: "Preparing VNC desktop…" };
   }
   const url = new URL(`${origin}/desktop/${box.id}/vnc.html`);

@@ -7,16 +7,22 @@
 import { randomBytes } from "node:crypto";
 import { shutDown } from "../http/server.ts";
 import { type EmulatorOptions, instanceOf, localEngine, Machines } from "../machines/index.ts";
-import { BoxRegistry } from "./registry.ts";
+import { BoxRegistry, type BoxTimings, TIMINGS } from "./registry.ts";
 import { API_PREFIX, BoxServer } from "./server.ts";
 
-export { TIMINGS } from "./registry.ts";
+export { type BoxTimings, QUICK_TIMINGS, TIMINGS } from "./registry.ts";
 
 /** The image reproducing Box's sandbox template (emulators/images/box-desktop). */
 export const BOX_DESKTOP_IMAGE = "cubicle-box-desktop:latest";
 
 /** The image is BOX_DESKTOP_IMAGE unless told another; the API key "box_…". */
-export type BoxEmulatorOptions = EmulatorOptions;
+export interface BoxEmulatorOptions extends EmulatorOptions {
+  /**
+   * Box's waits (TIMINGS unless told others). Suites about the client, not about Box's clock, make
+   * them short: each state still shows, for less long.
+   */
+  timings?: Partial<BoxTimings>;
+}
 
 export interface BoxEmulator {
   /** BOX_API_URL, http://127.0.0.1:PORT/api/box/v1 */
@@ -51,7 +57,10 @@ export interface BoxEmulator {
 export async function startBoxEmulator(options: BoxEmulatorOptions = {}): Promise<BoxEmulator> {
   const instance = instanceOf(options, BOX_DESKTOP_IMAGE);
   const { log } = instance;
-  const registry = new BoxRegistry(new Machines(localEngine()), instance);
+  const registry = new BoxRegistry(new Machines(localEngine()), instance, {
+    ...TIMINGS,
+    ...options.timings,
+  });
   await registry.adopt();
   const apiKey = options.apiKey ?? `box_${randomBytes(24).toString("hex")}`;
   const server = new BoxServer({

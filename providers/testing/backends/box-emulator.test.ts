@@ -1,4 +1,4 @@
-import { type BoxEmulator, startBoxEmulator } from "@cubicle/emulators/box";
+import { type BoxEmulator, QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { vncAccepts, vncAnswers } from "@cubicle/supervisor/testing/vnc";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createBoxProvider } from "../../src/box/index.ts";
@@ -18,8 +18,11 @@ conformanceSuite("box-emulator", box, {
 faultSuite("box-emulator", box);
 browserSandboxSuite("box-emulator", box);
 
-/** A short lifetime, so that Box's TTL runs out inside a test. */
-const TTL_SECONDS = 12;
+/**
+ * A short lifetime, so that Box's TTL runs out inside a test; long enough that the used box, made
+ * second, is up and kept alive before its own runs out.
+ */
+const TTL_SECONDS = 8;
 
 describe("box-emulator: what is Box's alone", () => {
   let emulator: BoxEmulator;
@@ -28,7 +31,7 @@ describe("box-emulator: what is Box's alone", () => {
   const relays = new ScreenRelays();
 
   beforeAll(async () => {
-    emulator = await startBoxEmulator({ instance: `box-only-${process.pid}` });
+    emulator = await startBoxEmulator({ instance: `box-only-${process.pid}`, timings: QUICK_TIMINGS });
     provider = createBoxProvider({
       kind: "box-emulator",
       connection: { apiKey: emulator.apiKey, apiUrl: emulator.apiUrl },
@@ -74,6 +77,12 @@ describe("box-emulator: what is Box's alone", () => {
       const control = await provider.openControl(ref, 0, "ctl12345");
       expect(view).toMatchObject({ kind: "vendor-websocket", url: expect.stringContaining("_token=") });
       expect(control, "control is the same desktop; the proxy enforces the mode").toEqual(view);
+      const desktopCalls = emulator
+        .requests()
+        .filter((r) => r.method === "POST" && r.path.endsWith(`/boxes/${ref.providerRef}/desktop`));
+      // Box answers "provisioning" at the first desktop call of a spell; only that makes the
+      // adapter ask again, so more calls than the two screens it opened show it waited that out
+      expect(desktopCalls.length, "desktop calls for two opened screens").toBeGreaterThan(2);
       if (view.kind !== "vendor-websocket") throw new Error("not a vendor target");
       expect(view.url, "the VNC password is kept out of the socket's address").not.toContain("password=");
       const before = await relays.reach(view);

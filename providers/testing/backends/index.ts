@@ -1,7 +1,7 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { startBoxEmulator } from "@cubicle/emulators/box";
+import { QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { startDaytonaEmulator } from "@cubicle/emulators/daytona";
 import { startE2bEmulator } from "@cubicle/emulators/e2b";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
@@ -130,10 +130,11 @@ export const daytona: MakeProvider = async () => {
 
 /**
  * The real box adapter against the loopback Box emulator, whose boxes are real desktops in the
- * local Docker engine; every box it made is removed afterwards.
+ * local Docker engine; every box it made is removed afterwards. Box's states pass quickly: the
+ * emulator's own suite holds them for Box's time.
  */
 export const box: MakeProvider = async () => {
-  const emulator = await startBoxEmulator({ instance: `suites-${process.pid}` });
+  const emulator = await startBoxEmulator({ instance: `suites-${process.pid}`, timings: QUICK_TIMINGS });
   const faults = new ArmedFaults();
   const made = (apiKey: string) =>
     createBoxProvider({ kind: "box-emulator", connection: { apiKey, apiUrl: emulator.apiUrl }, faults });
