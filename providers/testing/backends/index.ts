@@ -3,10 +3,11 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { startDaytonaEmulator } from "@cubicle/emulators/daytona";
-import { startE2bEmulator } from "@cubicle/emulators/e2b";
+import { type SandboxNetwork, startE2bEmulator } from "@cubicle/emulators/e2b";
 import { createSupervisorClient } from "@cubicle/supervisor/client";
 import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import { createBoxProvider } from "../../src/box/index.ts";
+import type { EgressPolicy } from "../../src/contract/index.ts";
 import { createDaytonaProvider } from "../../src/daytona/index.ts";
 import { createDesktopProvider } from "../../src/desktop/index.ts";
 import { createDockerProvider } from "../../src/docker/index.ts";
@@ -101,10 +102,25 @@ export const e2b: MakeProvider = async () => {
     provider: made(emulator.apiKey),
     faults,
     liveScreens: true,
+    appliedEgress: async (ref) => {
+      const sandbox = (await emulator.sandboxes()).find((known) => known.sandboxId === ref.providerRef);
+      return sandbox ? policyOfE2bNetwork(sandbox.network) : null;
+    },
     withWrongCredential: () => made("e2b_wrong"),
     cleanup: () => emulator.close({ removeSandboxes: true }),
   };
 };
+
+/**
+ * The policy an E2B sandbox's settings carry. `open` and `default` set none (E2B refuses private
+ * ranges by itself), so both read as open; the name server an allowlist adds is left out.
+ */
+function policyOfE2bNetwork(network: SandboxNetwork): EgressPolicy {
+  if (!network.denyOut.includes("0.0.0.0/0")) return { level: "open", allow: [] };
+  const listed = network.allowOut.filter((host) => host !== "8.8.8.8");
+  if (listed.length === 0) return { level: "offline", allow: [] };
+  return { level: "allowlist", allow: listed.map((host) => ({ host, ports: [] })) };
+}
 
 /**
  * The real daytona adapter and the unmodified SDK against the loopback Daytona emulator, whose

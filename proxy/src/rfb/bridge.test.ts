@@ -4,71 +4,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { bridgeRfb, type RfbBridgeEnd, type RfbBridgeOptions } from "./bridge.ts";
 import { ByteReader } from "./byte-reader.ts";
+import { fakeVncServer, FAKE_VNC_PASSWORD as PASSWORD, rfbText, u32 } from "./testing/fake-vnc-server.ts";
 import { memoryPair, tcpPair } from "./testing/pairs.ts";
 import { RfbClient } from "./testing/rfb-client.ts";
-import { vncAuthResponse } from "./vnc-auth.ts";
-
-const PASSWORD = "s3cret";
-const u32 = (n: number) => {
-  const bytes = Buffer.alloc(4);
-  bytes.writeUInt32BE(n);
-  return bytes;
-};
-const text = (value: string) => Buffer.concat([u32(value.length), Buffer.from(value, "latin1")]);
-
-function serverInit(width: number, height: number, name: string): Buffer {
-  const fixed = Buffer.alloc(20);
-  fixed.writeUInt16BE(width, 0);
-  fixed.writeUInt16BE(height, 2);
-  Buffer.from([32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0]).copy(fixed, 4);
-  return Buffer.concat([fixed, text(name)]);
-}
-
-interface FakeServerOptions {
-  version?: string;
-  /** Security types offered (3.7+), or the one imposed (3.3). */
-  securityTypes?: number[];
-  password?: string;
-  /** Overrides the SecurityResult the password check would give. */
-  securityResult?: number;
-}
-
-/** A scripted VNC server on `stream`; resolves with the ClientInit it got, reading on with `reader`. */
-async function fakeVncServer(stream: Duplex, options: FakeServerOptions = {}) {
-  const reader = new ByteReader(stream);
-  const version = options.version ?? "003.008";
-  const minor = Number(version.slice(4));
-  stream.write(`RFB ${version}\n`);
-  const answered = (await reader.read(12)).toString("latin1");
-  const types = options.securityTypes ?? [2];
-  let chosen: number;
-  if (minor === 3) {
-    chosen = types[0] ?? 0;
-    stream.write(u32(chosen));
-  } else {
-    stream.write(Buffer.from([types.length, ...types]));
-    chosen = await reader.readU8();
-  }
-  let result = 0;
-  if (chosen === 2) {
-    const challenge = Buffer.from("0123456789abcdef");
-    stream.write(challenge);
-    const response = await reader.read(16);
-    result = response.equals(vncAuthResponse(options.password ?? PASSWORD, challenge)) ? 0 : 1;
-  }
-  result = options.securityResult ?? result;
-  if (chosen === 2 || minor === 8) {
-    stream.write(u32(result));
-    if (result !== 0) {
-      if (minor === 8) stream.write(text("Authentication failed"));
-      stream.end();
-      return { reader, answered, chosen, clientInit: undefined };
-    }
-  }
-  const clientInit = await reader.readU8();
-  stream.write(serverInit(640, 480, "fake desktop"));
-  return { reader, answered, chosen, clientInit };
-}
 
 /** The browser's side of the handshake, by hand; the reader is left positioned after ServerInit. */
 async function browserHandshake(browser: Duplex): Promise<ByteReader> {
@@ -210,7 +148,7 @@ describe("bridgeRfb handshakes", () => {
     void fakeVncServer(target, { ...serverOptions, securityTypes: [...serverOptions.securityTypes] }).catch(
       () => {},
     );
-    if (serverOptions.securityTypes.length === 0) target.write(text("too many connections"));
+    if (serverOptions.securityTypes.length === 0) target.write(rfbText("too many connections"));
     const end = await ended;
     expect(end.reason).toBe("handshake-failed");
     expect(end.detail).toMatch(detail);
@@ -298,7 +236,7 @@ describe("bridgeRfb relay", () => {
 
   it("withholds the server's cut texts from a viewer, between its updates, and relays them to a controller", async () => {
     const update = Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4]); // one Raw pixel
-    const cutText = Buffer.concat([Buffer.from([3, 0, 0, 0]), text("secret")]);
+    const cutText = Buffer.concat([Buffer.from([3, 0, 0, 0]), rfbText("secret")]);
     const extended = Buffer.concat([Buffer.from([3, 0, 0, 0]), u32(-8 >>> 0), u32(0x10000001), u32(0)]);
     for (const mode of ["view", "control"] as const) {
       const { client, target, counters } = await connected({ mode });
