@@ -1,5 +1,7 @@
 import type { Sandbox } from "@e2b/desktop";
 import {
+  DEFAULT_EGRESS,
+  type EgressPolicy,
   MAX_SCREENS,
   type MachineRef,
   ProviderError,
@@ -8,12 +10,13 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
-import { OPEN_EGRESS_ONLY, setOpenEgress } from "../kernel/egress.ts";
+import { ALL_EGRESS_LEVELS, requireEnforceable } from "../kernel/egress.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { kitProgram, SandboxMachine } from "../remote/machine.ts";
 import { sandboxOperations } from "../remote/operations.ts";
 import * as screens from "../remote/screens.ts";
+import { E2B_ALLOWLIST, e2bNetworkOf } from "./egress.ts";
 import { type E2bConnection, missingMachine, Sandboxes } from "./sandboxes.ts";
 import { E2B_LAYOUT, portTarget } from "./screens.ts";
 import { e2bShell } from "./shell.ts";
@@ -51,6 +54,12 @@ export function createE2bProvider({
   faults,
 }: E2bProviderOptions): SandboxProvider {
   const sandboxes = new Sandboxes(connection, sandboxLifetimeMs);
+  /**
+   * The policy last set for each home: a new sandbox is made with it, and a resumed one is given it
+   * again (one set while paused waits for the resume: E2B changes only a running sandbox's). The
+   * api applies the computer's policy after every provision too, so a restart losing this is safe.
+   */
+  const policies = new Map<string, EgressPolicy>();
 
   const machineOf = (sandbox: Sandbox) =>
     new SandboxMachine(sandbox.sandboxId, e2bShell(sandbox), E2B_LAYOUT);
@@ -82,20 +91,33 @@ export function createE2bProvider({
 
   const provider: SandboxProvider = {
     kind,
-    // Nothing of the vendor's network settings is mapped yet, so only `open` is claimed, honestly;
-    // mapping the policy onto the vendor's own (allow_internet_access and its network rules) is the next step.
-    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false, egress: OPEN_EGRESS_ONLY },
+    // every level, through E2B's own network settings (egress.ts); allowlists without ports
+    capabilities: {
+      graphical: true,
+      maxScreens: MAX_SCREENS,
+      pty: false,
+      egress: ALL_EGRESS_LEVELS,
+      egressAllowlist: E2B_ALLOWLIST,
+    },
 
     verifyAccess: () => sandboxes.verifyAccess(),
 
-    setEgress: (ref, policy) => setOpenEgress(provider, ref, policy),
+    async setEgress(ref, policy) {
+      requireEnforceable(provider.capabilities, policy);
+      const network = e2bNetworkOf(policy);
+      const state = await existing(ref);
+      policies.set(ref.homeKey, policy);
+      if (state === "running") await sandboxes.updateNetwork(ref.providerRef as string, network);
+    },
 
     async provision(ref) {
       if (faults?.take("provision"))
         throw new ProviderError("PROVIDER_FAILURE", "the sandbox did not come up");
       const known = ref.providerRef === null ? null : await sandboxes.connect(ref.providerRef);
-      const sandbox = known ?? (await sandboxes.create(ref));
+      const policy = policies.get(ref.homeKey);
+      const sandbox = known ?? (await sandboxes.create(ref, e2bNetworkOf(policy ?? DEFAULT_EGRESS)));
       try {
+        if (known && policy) await sandboxes.updateNetwork(known.sandboxId, e2bNetworkOf(policy));
         await machineOf(sandbox).installKit();
       } catch (error) {
         // a new sandbox nobody can use would only cost money
@@ -113,6 +135,7 @@ export function createE2bProvider({
     },
 
     async destroy(ref) {
+      policies.delete(ref.homeKey);
       if (ref.providerRef === null) return;
       if ((await sandboxes.state(ref.providerRef)) !== "missing") await sandboxes.kill(ref.providerRef);
     },

@@ -8,6 +8,7 @@ import {
 } from "../contract/index.ts";
 import { ArchiveRefused } from "../kernel/home-archive.ts";
 import { vendorCaller } from "../remote/vendor-call.ts";
+import type { E2bNetwork } from "./egress.ts";
 
 /** How the SDK reaches E2B: its own knobs, nothing else (an emulator is reached the same way). */
 export interface E2bConnection {
@@ -57,8 +58,8 @@ export class Sandboxes {
     await vendorCall("listing sandboxes", () => Sandbox.list({ ...this.options, limit: 1 }).nextItems());
   }
 
-  /** A new desktop sandbox labelled with the computer it serves. */
-  async create(ref: MachineRef): Promise<Sandbox> {
+  /** A new desktop sandbox labelled with the computer it serves, its outbound settings `network` from the start. */
+  async create(ref: MachineRef, network: E2bNetwork): Promise<Sandbox> {
     const sandbox = await vendorCall("creating a sandbox", () =>
       Sandbox.create(E2B_TEMPLATE, {
         ...this.options,
@@ -74,7 +75,11 @@ export class Sandboxes {
         lifecycle: { onTimeout: "pause" },
         // without public traffic every port request needs the traffic token, which only the
         // screen proxy holds
-        network: { allowPublicTraffic: false },
+        network: {
+          allowPublicTraffic: false,
+          ...(network.allowOut.length > 0 ? { allowOut: network.allowOut } : {}),
+          ...(network.denyOut.length > 0 ? { denyOut: network.denyOut } : {}),
+        },
       }),
     );
     this.remember(sandbox);
@@ -137,6 +142,16 @@ export class Sandboxes {
       Sandbox.setTimeout(sandboxId, this.lifetimeMs, this.options),
     );
     this.armedAt.set(sandboxId, Date.now());
+  }
+
+  /**
+   * Replaces a running sandbox's outbound settings; in force when E2B answers. E2B refuses (409)
+   * to change a paused sandbox's.
+   */
+  async updateNetwork(sandboxId: string, network: E2bNetwork): Promise<void> {
+    await vendorCall("changing the sandbox's network settings", () =>
+      Sandbox.updateNetwork(sandboxId, network, this.options),
+    );
   }
 
   /** Pauses the sandbox; one already paused is fine (E2B answers 409, the SDK false). */
