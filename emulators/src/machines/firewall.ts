@@ -75,6 +75,20 @@ function checkCidr(cidr: string): void {
   }
 }
 
+/** What the emulator needs to enforce a vendor's rules, for the error when it cannot. */
+const FIREWALL_FIX = "run the emulator as root on the Docker host, whose iptables Docker uses";
+
+async function changing(what: string, change: () => Promise<unknown>): Promise<void> {
+  try {
+    await change();
+  } catch (error) {
+    const said = error instanceof Error ? error.message : String(error);
+    throw new Error(`the emulator could not ${what} on the host's firewall (${said}): ${FIREWALL_FIX}`, {
+      cause: error,
+    });
+  }
+}
+
 class IptablesMachineFirewall implements MachineFirewall {
   private readonly locks = new KeyedLock();
 
@@ -91,7 +105,7 @@ class IptablesMachineFirewall implements MachineFirewall {
       if (!(await this.iptables.succeeds(["-C", "DOCKER-USER", ...jump]))) {
         lines.push(["-I", "DOCKER-USER", ...jump].join(" "));
       }
-      await this.iptables.restore(lines);
+      await changing(`apply the rules of machine ${machineAddress}`, () => this.iptables.restore(lines));
     });
   }
 
@@ -106,7 +120,7 @@ class IptablesMachineFirewall implements MachineFirewall {
         lines.push(["-D", "DOCKER-USER", ...jump].join(" "));
       }
       lines.push(`-F ${chain}`, `-X ${chain}`);
-      await this.iptables.restore(lines);
+      await changing(`remove the rules of machine ${machineAddress}`, () => this.iptables.restore(lines));
     });
   }
 }
