@@ -3,6 +3,8 @@
  * token; the provider the api chose, its credential's verdict, and the computers it has made.
  */
 import { randomBytes } from "node:crypto";
+import { EGRESS_LEVELS, type SandboxProvider } from "@cubicle/providers/contract";
+import { fakeEgress } from "@cubicle/providers/testing";
 import { CapabilityKeyring, mintServiceToken } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer } from "./support/computers.ts";
@@ -48,6 +50,35 @@ describe("the doctor's view of the api", () => {
       homeKey: computer.home_key,
       state: computer.state,
     });
+  });
+
+  it("names the stored egress policies the provider cannot enforce, as a provider switch leaves them", async () => {
+    const computer = await createComputer(t, w.workspaceId, { bot: "Offline bot" });
+    await t.database.db
+      .updateTable("computers")
+      .set({ egress_level: "offline", egress_allow: "[]" })
+      .where("id", "=", computer.id)
+      .execute();
+    const token = `Bearer ${await mintServiceToken(keyring, "doctor")}`;
+    const egressOf = async () => (await (await ask(token)).json()).egress;
+    expect(await egressOf()).toEqual({ levels: [...EGRESS_LEVELS], unenforced: [] });
+    const provider: SandboxProvider = await t.api.deps.sandbox.current();
+    fakeEgress(provider).levels = ["open"];
+    try {
+      const { levels, unenforced } = await egressOf();
+      expect(levels).toEqual(["open"]);
+      // every workspace inherits `default` until set, and this computer has its own `offline`
+      expect(unenforced).toContainEqual({
+        of: expect.stringContaining(`(${w.workspaceId}), default`),
+        reason: "The fake provider cannot enforce the default egress level; it enforces open.",
+      });
+      expect(unenforced).toContainEqual({
+        of: `computer ${computer.id} of workspace Team doctor, offline`,
+        reason: "The fake provider cannot enforce the offline egress level; it enforces open.",
+      });
+    } finally {
+      fakeEgress(provider).levels = EGRESS_LEVELS;
+    }
   });
 
   it("is an unknown path to anyone else, a proxy's token and the public's session included", async () => {

@@ -8,6 +8,7 @@ const view: DoctorView = {
   provider: { configured: "docker", effective: "docker", computerHost: "isolated", reason: null },
   access: null,
   computers: [{ id: "c1", workspaceId: "w1", homeKey: "team-w1", state: "running" }],
+  egress: { levels: ["open", "default", "allowlist", "offline"], unenforced: [] },
 };
 
 const healthy: Diagnosis = {
@@ -60,6 +61,27 @@ describe("the doctor's reading", () => {
       "credential: desktop refused the api's call (PROVIDER_AUTH_FAILED): E2B refused the API key: check E2B_API_KEY",
     ]);
     expect(found[0]?.fix).toContain('"computerHost":"isolated"');
+  });
+
+  it("warns of egress policies the provider cannot enforce, naming a few and counting the rest", () => {
+    const unenforced = Array.from({ length: 7 }, (_, i) => ({
+      of: `workspace W${i} (w${i}), default`,
+      reason:
+        "The daytona provider cannot enforce the default egress level; it enforces open, allowlist, offline.",
+    }));
+    const found = providerChecks({
+      ...view,
+      provider: { ...view.provider, configured: "daytona", effective: "daytona" },
+      egress: { levels: ["open", "allowlist", "offline"], unenforced },
+    });
+    const egress = found.find((check) => check.name === "egress policies");
+    expect(egress?.outcome).toBe("warning");
+    expect(egress?.detail).toMatch(/^7 egress policies are not enforced on daytona/);
+    expect(egress?.detail).toContain("workspace W4 (w4), default: The daytona provider cannot enforce");
+    expect(egress?.detail).not.toContain("W5");
+    expect(egress?.detail).toMatch(/; and 2 more$/);
+    expect(egress?.fix).toContain("open, allowlist, offline");
+    expect(problems(found)).toEqual([]);
   });
 
   it("names each thing the supervisor saw wrong", () => {

@@ -53,7 +53,38 @@ export function providerChecks(view: DoctorView): Check[] {
             : "make the provider reachable from the api",
         ),
   );
+  checks.push(egressCheck(view));
   return checks;
+}
+
+/** At most this many unenforced policies are named; the count says how many there are. */
+const NAMED_UNENFORCED = 5;
+
+/**
+ * Stored egress policies the provider cannot enforce (a provider switch leaves them so): a warning,
+ * since the computers still run, but reach whatever the provider lets them.
+ */
+function egressCheck(view: DoctorView): Check {
+  const { effective } = view.provider;
+  const { levels, unenforced } = view.egress;
+  const enforces = levels.length > 0 ? `it enforces ${levels.join(", ")}` : "it enforces no egress level";
+  if (unenforced.length === 0)
+    return ok(
+      "egress policies",
+      `${effective} enforces every workspace's and computer's policy (${enforces})`,
+    );
+  const named = unenforced
+    .slice(0, NAMED_UNENFORCED)
+    .map((policy) => `${policy.of}: ${policy.reason}`)
+    .join("; ");
+  const more =
+    unenforced.length > NAMED_UNENFORCED ? `; and ${unenforced.length - NAMED_UNENFORCED} more` : "";
+  return {
+    name: "egress policies",
+    outcome: "warning",
+    detail: `${unenforced.length} egress ${unenforced.length === 1 ? "policy is" : "policies are"} not enforced on ${effective}, whose computers reach what it lets them: ${named}${more}`,
+    fix: `an admin chooses what ${effective} enforces (${enforces}) in the dashboard's Settings → Network access or on the computer's page, or the deployment returns to a provider that enforces them`,
+  };
 }
 
 /** What the supervisor sees of the Docker host, held against the computers the api has made there. */

@@ -1,5 +1,7 @@
 import type { ComputerState } from "@cubicle/db";
 import type { ProviderChoice } from "@cubicle/providers";
+import type { EgressLevel } from "@cubicle/providers/contract";
+import { type UnenforcedPolicy, unenforcedPolicies } from "../egress/unenforced.ts";
 import { createRouter } from "../http/router.ts";
 import { serviceOnly } from "../internal/service-only.ts";
 import type { ProviderTrouble } from "../sandbox/sandbox.ts";
@@ -13,6 +15,8 @@ export interface DoctorView {
   access: ProviderTrouble | null;
   /** The computers the current provider has made, each of which has a home there. */
   computers: { id: string; workspaceId: string; homeKey: string; state: ComputerState }[];
+  /** The egress levels the provider enforces, and the stored policies it cannot. */
+  egress: { levels: EgressLevel[]; unenforced: UnenforcedPolicy[] };
 }
 
 /**
@@ -26,6 +30,7 @@ export function doctorRoutes() {
     const { sandbox, database, version } = c.var.deps;
     const provider = await sandbox.choice();
     const access = await sandbox.access();
+    const current = await sandbox.current();
     const computers = await database.db
       .selectFrom("computers")
       .select(["id", "workspace_id", "home_key", "state"])
@@ -43,6 +48,10 @@ export function doctorRoutes() {
         homeKey: row.home_key,
         state: row.state,
       })),
+      egress: {
+        levels: [...current.capabilities.egress],
+        unenforced: await unenforcedPolicies(database.db, current),
+      },
     };
     return c.json(view, 200);
   });
