@@ -16,26 +16,14 @@ import {
   createFileCheckpointStore,
   type RevisionInfo,
 } from "../../api/src/checkpoints/store/index.ts";
+import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { buildHome, changeFiles } from "./home.ts";
 
 const MEGABYTE = 1024 * 1024;
-const HOME_MB = Number(process.env.BENCH_CHECKPOINT_MB ?? 200);
-const FILES = Number(process.env.BENCH_CHECKPOINT_FILES ?? 5_000);
+const HOME_MB = envInteger("BENCH_CHECKPOINT_MB", 200, 1, 2_048);
+const FILES = envInteger("BENCH_CHECKPOINT_FILES", 5_000, 10, 100_000);
 /** The whole run stays bounded; past this something hangs. */
-const DEADLINE_MS = Number(process.env.BENCH_CHECKPOINT_DEADLINE_S ?? 900) * 1000;
-
-if (!Number.isInteger(HOME_MB) || HOME_MB < 1 || HOME_MB > 2_048) {
-  console.error(
-    `BENCH_CHECKPOINT_MB must be a whole number of megabytes, 1 to 2048 (got "${process.env.BENCH_CHECKPOINT_MB}")`,
-  );
-  process.exit(1);
-}
-if (!Number.isInteger(FILES) || FILES < 10 || FILES > 100_000) {
-  console.error(
-    `BENCH_CHECKPOINT_FILES must be a whole number, 10 to 100000 (got "${process.env.BENCH_CHECKPOINT_FILES}")`,
-  );
-  process.exit(1);
-}
+const DEADLINE_MS = envInteger("BENCH_CHECKPOINT_DEADLINE_S", 900, 10, 7_200) * 1000;
 
 const work = await fs.mkdtemp(join(tmpdir(), "cubicle-bench-checkpoint-"));
 const children = new Set<ChildProcess>();
@@ -103,6 +91,7 @@ interface Row {
 }
 
 const mb = (bytes: number) => `${(bytes / MEGABYTE).toFixed(1)} MB`;
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 try {
   const homeDir = join(work, "home");
@@ -140,19 +129,37 @@ try {
   await measure(`incremental, ${changed} files (1 %) changed`, unchanged.id);
 
   console.log("");
-  console.log(
-    `${"checkpoint".padEnd(36)} ${"time".padStart(9)} ${"tar|sha256sum".padStart(14)} ${"ratio".padStart(7)} ${"size".padStart(10)} ${"files".padStart(6)} ${"new bytes".padStart(10)} ${"new %".padStart(7)}`,
-  );
-  for (const row of rows) {
-    const { revision } = row;
-    console.log(
-      `${row.name.padEnd(36)} ${`${(row.ms / 1000).toFixed(2)} s`.padStart(9)} ${`${(row.baselineMs / 1000).toFixed(2)} s`.padStart(14)} ${`${(row.ms / row.baselineMs).toFixed(2)}x`.padStart(7)} ${mb(revision.sizeBytes).padStart(10)} ${String(revision.fileCount).padStart(6)} ${mb(revision.newBytes).padStart(10)} ${`${((100 * revision.newBytes) / revision.sizeBytes).toFixed(2)} %`.padStart(7)}`,
-    );
-  }
+  printTable([
+    ["checkpoint", "time", "tar|sha256sum", "ratio", "size", "files", "new bytes", "new %"],
+    ...rows.map(({ name, ms, baselineMs, revision }) => [
+      name,
+      seconds(ms),
+      seconds(baselineMs),
+      times(ms, baselineMs),
+      mb(revision.sizeBytes),
+      String(revision.fileCount),
+      mb(revision.newBytes),
+      `${((100 * revision.newBytes) / revision.sizeBytes).toFixed(2)} %`,
+    ]),
+  ]);
   const revisions = await store.list("bench");
   console.log(
     `\n${revisions.length} revisions listed; ratio = checkpoint time / (tar -c | sha256sum) time of the same home`,
   );
+  const [fullRow, unchangedRow, changedRow] = rows as [Row, Row, Row];
+  const measureRow = (row: Row, label: string, factor: number | undefined): MeasureRow => ({
+    measure: `checkpoint ${label}, ${mb(row.revision.sizeBytes)} / ${row.revision.fileCount} files`,
+    reference: `tar|sha256sum ${seconds(row.baselineMs)}`,
+    result: seconds(row.ms),
+    ratio: times(row.ms, row.baselineMs),
+    target: factor === undefined ? "—" : `<= ${factor}x`,
+    met: factor === undefined ? undefined : row.ms <= factor * row.baselineMs,
+  });
+  printMeasures([
+    measureRow(unchangedRow, "of an unchanged home", 0.1),
+    measureRow(fullRow, "full", 1.3),
+    measureRow(changedRow, "with 1 % of files changed", undefined),
+  ]);
 } catch (error) {
   console.error("bench:checkpoint failed:", error);
   process.exitCode = 1;

@@ -7,26 +7,20 @@ import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { RfbClient } from "@cubicle/proxy/testing";
+import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { connectRfb, percentile, roundTrips, type SocketMemory, socketMemory, transfer } from "./measure.ts";
 import { directPath, proxyPath, type RfbPath, websockifyPath } from "./paths.ts";
 import { startApiProcess, startDesktop, startProxyProcess, startWebsockify, stopAll } from "./processes.ts";
 
-const SOCKETS = Number(process.env.BENCH_SOCKETS ?? 50);
+const SOCKETS = envInteger("BENCH_SOCKETS", 50, 1, 1_000);
 const WARMUP_SECONDS = 1;
-const THROUGHPUT_SECONDS = 4;
-const LATENCY_SAMPLES = 300;
+const THROUGHPUT_SECONDS = envInteger("BENCH_PROXY_SECONDS", 4, 1, 600);
+const LATENCY_SAMPLES = envInteger("BENCH_PROXY_ROUND_TRIPS", 300, 4, 100_000);
 // The paths take turns in short rounds, so that a burst of load from elsewhere on the machine is
 // spread over all of them instead of landing on whichever happened to be measured at the time.
 const ROUNDS = 4;
-// The whole run stays well under three minutes; past this something hangs, and waiting is no use.
-const DEADLINE_MS = 150_000;
-
-if (!Number.isInteger(SOCKETS) || SOCKETS < 1) {
-  console.error(
-    `BENCH_SOCKETS must be a whole number of sockets, at least 1 (got "${process.env.BENCH_SOCKETS}")`,
-  );
-  process.exit(1);
-}
+// Past this something hangs, and waiting is no use; the default size stays well under three minutes.
+const DEADLINE_MS = envInteger("BENCH_PROXY_DEADLINE_S", 150, 10, 7_200) * 1000;
 
 let aborting = false;
 
@@ -78,21 +72,6 @@ async function measureSpeeds(paths: readonly RfbPath[]): Promise<Speed[]> {
   }
 }
 
-/** Columns padded to their widest cell: the first `textColumns` left-aligned, the rest right-aligned. */
-function printTable(rows: readonly (readonly string[])[], textColumns = 1): void {
-  const widths = (rows[0] ?? []).map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0)));
-  for (const row of rows)
-    console.log(
-      row
-        .map((cell, column) =>
-          column < textColumns ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0),
-        )
-        .join("  "),
-    );
-}
-
-const times = (value: number, base: number) => `${(value / base).toFixed(2)}x`;
-
 function printSpeeds(speeds: readonly Speed[]): void {
   const [direct, websockify, proxy] = speeds as [Speed, Speed, Speed];
   console.log(
@@ -126,10 +105,11 @@ interface MemoryRow {
   memory: SocketMemory;
 }
 
+const perSocket = (row: MemoryRow, stage: "handshaken" | "updated", field: "rssKiB" | "pssKiB") =>
+  (row.memory[stage][field] - row.memory.before[field]) / SOCKETS;
+
 function printMemory(rows: readonly MemoryRow[]): void {
   const [proxy, ...others] = rows as [MemoryRow, ...MemoryRow[]];
-  const perSocket = (row: MemoryRow, stage: "handshaken" | "updated", field: "rssKiB" | "pssKiB") =>
-    (row.memory[stage][field] - row.memory.before[field]) / SOCKETS;
   console.log(
     `\nMemory per socket: ${SOCKETS} view sockets open at once; KiB per socket = (with them open - ` +
       "before) / sockets, where before = after one warm-up socket came and went, measured once all are " +
@@ -172,6 +152,52 @@ function printMemory(rows: readonly MemoryRow[]): void {
     console.log(
       `proxy/${other.server} memory per socket: RSS ${ratio(other, "rssKiB")}, PSS ${ratio(other, "pssKiB")}`,
     );
+}
+
+/** Issue 21's rows for the screen path. */
+function measures(speeds: readonly Speed[], proxyMemory: MemoryRow): MeasureRow[] {
+  const [direct, websockify, proxy] = speeds as [Speed, Speed, Speed];
+  const rate = (speed: Speed) => `${speed.mbPerSecond.toFixed(1)} MB/s`;
+  const ms = (value: number) => `${value.toFixed(2)} ms`;
+  const throughput = (base: Speed, factor: number): MeasureRow => ({
+    measure: `view-socket throughput vs ${base.name}`,
+    reference: `${base.name} ${rate(base)}`,
+    result: rate(proxy),
+    ratio: times(proxy.mbPerSecond, base.mbPerSecond),
+    target: `>= ${factor}x`,
+    met: proxy.mbPerSecond >= factor * base.mbPerSecond,
+  });
+  const added = proxy.p50 - direct.p50;
+  const handshaken = perSocket(proxyMemory, "handshaken", "rssKiB");
+  return [
+    throughput(direct, 0.85),
+    throughput(websockify, 1.5),
+    {
+      measure: "p50 latency per round trip",
+      reference: `direct ${ms(direct.p50)}`,
+      result: `${ms(proxy.p50)} (${added >= 0 ? "+" : ""}${added.toFixed(2)})`,
+      ratio: times(proxy.p50, direct.p50),
+      target: "<= +0.2 ms",
+      met: added <= 0.2,
+    },
+    {
+      measure: "p99 latency per round trip",
+      reference: `direct ${ms(direct.p99)}`,
+      result: ms(proxy.p99),
+      ratio: times(proxy.p99, direct.p99),
+      target: "<= 1.2x",
+      met: proxy.p99 <= 1.2 * direct.p99,
+    },
+    {
+      // Every socket was let in, or the run would have failed.
+      measure: `memory per view socket, ${SOCKETS} open`,
+      reference: "—",
+      result: `${handshaken.toFixed(0)} KiB (${perSocket(proxyMemory, "updated", "rssKiB").toFixed(0)} after an update)`,
+      ratio: "—",
+      target: "<= 64 KiB",
+      met: handshaken <= 64,
+    },
+  ];
 }
 
 const loadAverage = async () => (await readFile("/proc/loadavg", "utf8")).split(" ").slice(0, 3).join(" ");
@@ -218,8 +244,10 @@ try {
       memory: await socketMemory(websockifyPath(threadedWebsockify.port), threadedWebsockify, SOCKETS),
     },
   ];
-  printSpeeds(await measureSpeeds(paths));
+  const speeds = await measureSpeeds(paths);
+  printSpeeds(speeds);
   printMemory(memory);
+  printMeasures(measures(speeds, memory[0] as MemoryRow));
   console.log(`\nLoad average at end ${await loadAverage()}.`);
 } catch (error) {
   process.exitCode = 1;
