@@ -134,7 +134,7 @@ async function createSandbox(plane: ControlPlane, req: IncomingMessage): Promise
     autoPause: optionalBoolean(body.autoPause, "autoPause") ?? false,
     autoPauseMemory: optionalBoolean(body.autoPauseMemory, "autoPauseMemory") ?? true,
     allowPublicTraffic: optionalBoolean(network.allowPublicTraffic, "network.allowPublicTraffic") ?? true,
-    network: networkOfCreate(body, network),
+    network: networkOfCreate(body, withoutTeamFeatures(network)),
   };
   return [201, connection(await plane.registry.create(request))];
 }
@@ -182,7 +182,7 @@ async function updateSandboxNetwork(
 ): Promise<[number]> {
   const body = await readJsonObject(req);
   const sandbox = sandboxOf(plane, id);
-  const network = networkOfUpdate(body, sandbox.network);
+  const network = networkOfUpdate(withoutTeamFeatures(body), sandbox.network);
   if (!(await orMissing(sandbox, () => plane.registry.updateNetwork(sandbox, network)))) {
     throw new ApiError(409, `sandbox "${sandbox.id}" is not running`);
   }
@@ -231,6 +231,20 @@ async function listSandboxes(plane: ControlPlane, req: IncomingMessage): Promise
     .filter((sandbox) => states.includes(sandbox.state))
     .filter((sandbox) => wanted.every(([key, value]) => sandbox.record.metadata[key] === value));
   return [200, sandboxes.map(listed)];
+}
+
+/**
+ * Header transforms (`rules`) and the SOCKS egress proxy are E2B features its teams get by a flag;
+ * the emulator's team has neither, so they are refused as E2B refuses them then, never ignored.
+ */
+function withoutTeamFeatures(network: Record<string, unknown>): Record<string, unknown> {
+  if (network.rules !== undefined && network.rules !== null) {
+    throw new ApiError(400, "Network transform rules are not available for your team.");
+  }
+  if (network.egressProxy !== undefined && network.egressProxy !== null) {
+    throw new ApiError(403, "Egress proxy is not available for your team.");
+  }
+  return network;
 }
 
 function timeoutOf(value: unknown): number {

@@ -209,6 +209,11 @@ describe("the E2B emulator, driven by the unmodified @e2b/desktop SDK", () => {
       await expect(Sandbox.create({ ...connection(), network: { denyOut: ["nowhere"] } })).rejects.toThrow(
         "invalid denied CIDR nowhere",
       );
+      // features E2B gives teams by a flag, which the emulator's team does not have
+      await expect(update({ rules: { "example.com": [] } })).rejects.toThrow(
+        "Network transform rules are not available for your team.",
+      );
+      await expect(update({ egressProxy: { address: "proxy.example.com:1080" } })).rejects.toThrow(/^403: /);
       await expect(Sandbox.updateNetwork("nosuchsandbox", {}, connection())).rejects.toBeInstanceOf(
         SandboxNotFoundError,
       );
