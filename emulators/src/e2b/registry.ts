@@ -108,7 +108,16 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
         if (sandbox.machineState === "stopped" || !memory) await this.reboot(sandbox);
       });
       sandbox.machineState = "running";
-      await this.enforce(sandbox);
+      try {
+        await this.enforce(sandbox);
+      } catch (error) {
+        // a sandbox whose rules cannot be enforced does not run
+        await this.machines.stop(sandbox.containerId).catch(() => undefined);
+        sandbox.processes.detachAll();
+        sandbox.machineState = "stopped";
+        await this.unenforce(sandbox).catch(() => undefined);
+        throw error;
+      }
       this.arm(sandbox, timeoutSeconds);
       this.log(`resumed sandbox ${sandbox.id}`);
       return "resumed";
@@ -123,9 +132,10 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
     return sandbox.exclusive(async () => {
       this.ensureKnown(sandbox);
       if (sandbox.state !== "running") return false;
+      // enforced first: settings that could not be enforced are neither kept nor echoed
+      await this.enforce(sandbox, network);
       sandbox.network = network;
       await this.guard(sandbox, () => this.saveNetwork(sandbox));
-      await this.enforce(sandbox);
       this.log(`updated the network of sandbox ${sandbox.id}`);
       return true;
     });
@@ -172,8 +182,8 @@ export class SandboxRegistry extends InstanceSandboxes<Sandbox> {
   }
 
   /** Enforces the sandbox's settings on its container's address (a stopped one has none). */
-  private async enforce(sandbox: Sandbox): Promise<void> {
-    if (sandbox.ip) await this.firewall.apply(sandbox.ip, await outboundRulesOf(sandbox.network));
+  private async enforce(sandbox: Sandbox, network = sandbox.network): Promise<void> {
+    if (sandbox.ip) await this.firewall.apply(sandbox.ip, await outboundRulesOf(network));
   }
 
   /** The container lost its address (stopped or removed): another container may get it, without these rules. */
