@@ -8,7 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
-import { startBoxEmulator } from "@cubicle/emulators/box";
+import { QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { startDaytonaEmulator } from "@cubicle/emulators/daytona";
 import { startE2bEmulator } from "@cubicle/emulators/e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -111,7 +111,7 @@ describe("the Compose stack with computers at a vendor", () => {
       expect(onDaytona.output).toMatch(/✓ credential\s+daytona took Cubicle's credential/);
       expect(onDaytona.code, onDaytona.output).toBe(0);
 
-      const box = await startBoxEmulator({ instance, host: GATEWAY });
+      const box = await startBoxEmulator({ instance, host: GATEWAY, timings: QUICK_TIMINGS });
       closers.push(() => box.close({ removeBoxes: true }));
       await stack.up({ SANDBOX_PROVIDER: "box", BOX_API_KEY: box.apiKey, BOX_API_URL: box.apiUrl });
       const onBox = await doctor();

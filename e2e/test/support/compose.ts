@@ -89,6 +89,10 @@ export class ComposeStack {
       CUBICLE_SCREENS_GATEWAY: `${screensNet}.1`,
       CUBICLE_BACKEND_SUBNET: `${backendNet}.0/24`,
       CUBICLE_CONTROL_SUBNET: `${controlNet}.0/24`,
+      // each service's health checked every 2 s, not every 10: every `up --wait` here waits on its
+      // services in turn (postgres, then the api, then the proxy and the dashboard), and each of
+      // them for its next check after it is ready
+      CUBICLE_HEALTH_INTERVAL: "2s",
       ...this.options.env,
     };
     await this.compose(["down", "--volumes", "--remove-orphans"]);
