@@ -132,6 +132,9 @@ async function createSandbox(plane: ControlPlane, req: IncomingMessage): Promise
   }
   const target = typeof body.target === "string" && body.target !== "" ? body.target : plane.target;
   if (target !== plane.target) throw new DaytonaHttpError(400, `Region ${target} not found`);
+  // what the emulator would accept but not do
+  if (body.outboundProxyUrl !== undefined && body.outboundProxyUrl !== "")
+    throw new DaytonaHttpError(400, "the emulator has no outbound proxy: leave outboundProxyUrl out");
   const network = createdSettings(body);
   try {
     const sandbox = await plane.registry.create({

@@ -308,6 +308,9 @@ describe("Daytona emulator", () => {
     await expect(daytona.create({ networkAllowList: "2001:db8::/32" })).rejects.toThrow(
       "Must be a valid IPv4 address",
     );
+    await expect(daytona.create({ outboundProxyUrl: "http://127.0.0.1:3128" })).rejects.toThrow(
+      "the emulator has no outbound proxy",
+    );
     const blocked = await daytona.create({ labels: { suite: "daytona-emulator" }, networkBlockAll: true });
     expect(blocked.networkBlockAll).toBe(true);
     const address = await addressOf(blocked.id);
