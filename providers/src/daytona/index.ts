@@ -9,13 +9,14 @@ import {
 } from "../contract/index.ts";
 import { validateActions } from "../kernel/actions.ts";
 import { checkControlPassword } from "../kernel/control-password.ts";
-import { OPEN_EGRESS_ONLY, setOpenEgress } from "../kernel/egress.ts";
+import { requireEnforceable } from "../kernel/egress.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { failure, kitProgram, SandboxMachine } from "../remote/machine.ts";
 import { sandboxOperations } from "../remote/operations.ts";
 import * as screens from "../remote/screens.ts";
 import { ACCESS_PROBE_ID } from "../remote/vendor-call.ts";
+import { DAYTONA_EGRESS, DAYTONA_EGRESS_ALLOWLIST, networkSettingsOf } from "./egress.ts";
 import { type DaytonaConnection, missingMachine, Sandboxes } from "./sandboxes.ts";
 import {
   actComputerUse,
@@ -99,15 +100,25 @@ export function createDaytonaProvider({
 
   const provider: SandboxProvider = {
     kind,
-    // Nothing of the vendor's network settings is mapped yet, so only `open` is claimed, honestly;
-    // mapping the policy onto the vendor's own (networkBlockAll and its allow list) is the next step.
-    capabilities: { graphical: true, maxScreens: MAX_SCREENS, pty: false, egress: OPEN_EGRESS_ONLY },
+    capabilities: {
+      graphical: true,
+      maxScreens: MAX_SCREENS,
+      pty: false,
+      egress: DAYTONA_EGRESS,
+      egressAllowlist: DAYTONA_EGRESS_ALLOWLIST,
+    },
 
     async verifyAccess() {
       await sandboxes.get(ACCESS_PROBE_ID);
     },
 
-    setEgress: (ref, policy) => setOpenEgress(provider, ref, policy),
+    // Daytona keeps the settings with the sandbox and applies them at once to a started one; they
+    // are given again at every start (provision), where its runner does not restore them
+    async setEgress(ref, policy) {
+      requireEnforceable(provider.capabilities, policy);
+      const settings = networkSettingsOf(policy);
+      await sandboxes.setNetwork(await existing(ref), settings);
+    },
 
     async provision(ref) {
       if (faults?.take("provision"))
@@ -117,6 +128,8 @@ export function createDaytonaProvider({
       try {
         const booting = sandbox.state !== "started";
         await sandboxes.start(sandbox);
+        // before anything runs that could reach out
+        if (booting) await sandboxes.restoreNetwork(sandbox);
         const machine = machineOf(sandbox);
         if (booting) await forgetRunState(machine);
         // desktop processes do not survive a stop

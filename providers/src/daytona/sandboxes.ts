@@ -15,6 +15,7 @@ import {
   SCREEN_WIDTH,
 } from "../contract/index.ts";
 import { vendorCaller } from "../remote/vendor-call.ts";
+import { type DaytonaNetwork, heldSettings } from "./egress.ts";
 
 /** How the SDK reaches Daytona: its own knobs, nothing else (an emulator is reached the same way). */
 export interface DaytonaConnection {
@@ -118,6 +119,22 @@ export class Sandboxes {
     await vendorCall("starting the sandbox", () => sandbox.start(LIFECYCLE_SECONDS));
   }
 
+  /** Replaces the sandbox's network settings; Daytona applies them before it answers. */
+  async setNetwork(sandbox: Sandbox, settings: DaytonaNetwork): Promise<void> {
+    await vendorCall("changing the sandbox's network settings", () =>
+      sandbox.updateNetworkSettings(settings),
+    );
+  }
+
+  /**
+   * Gives a sandbox that just started its own network settings again: Daytona's runner puts them
+   * on the sandbox when it is made and when they change, not at a start (whose address may differ).
+   */
+  async restoreNetwork(sandbox: Sandbox): Promise<void> {
+    const held = heldSettings(sandbox);
+    if (held) await this.setNetwork(sandbox, held);
+  }
+
   async stop(sandbox: Sandbox): Promise<void> {
     await vendorCall("stopping the sandbox", () => sandbox.stop(LIFECYCLE_SECONDS));
   }
@@ -164,6 +181,14 @@ export function asProviderError(what: string, error: unknown): ProviderError {
     );
   }
   const said = error instanceof Error ? error.message : String(error);
+  // organisations on Daytona's lower tiers have their egress fixed by Daytona
+  if (said.includes("Network access is restricted")) {
+    return new ProviderError(
+      "EGRESS_UNSUPPORTED",
+      `Daytona refused to change the sandbox's network settings while ${what}: ${said} (Daytona fixes egress for organisations on its lower tiers; a higher tier lifts it)`,
+      { cause: error },
+    );
+  }
   // Daytona's proxy refuses toolbox calls to a sandbox that is not running in these words
   if (said.includes("Is the Sandbox started?")) return machineStopped();
   if (error instanceof DaytonaProcessExecutionTimeoutError) {

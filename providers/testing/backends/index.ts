@@ -139,10 +139,27 @@ export const daytona: MakeProvider = async () => {
     provider: made(emulator.apiKey),
     faults,
     liveScreens: true,
+    appliedEgress: async (ref) => {
+      const sandbox = (await emulator.sandboxes()).find((known) => known.id === ref.providerRef);
+      return sandbox ? policyOfDaytonaSettings(sandbox.network) : null;
+    },
     withWrongCredential: () => made("dtn_wrong"),
     cleanup: () => emulator.close({ removeSandboxes: true }),
   };
 };
+
+/** The policy a Daytona sandbox's network settings carry (the provider writes an address as a /32). */
+function policyOfDaytonaSettings(network: {
+  networkBlockAll: boolean;
+  networkAllowList?: string;
+  domainAllowList?: string;
+}): EgressPolicy {
+  if (network.networkBlockAll) return { level: "offline", allow: [] };
+  const listed = [network.networkAllowList, network.domainAllowList]
+    .flatMap((list) => (list ? list.split(",") : []))
+    .map((host) => ({ host: host.replace(/\/32$/, ""), ports: [] }));
+  return listed.length > 0 ? { level: "allowlist", allow: listed } : { level: "open", allow: [] };
+}
 
 /**
  * The real box adapter against the loopback Box emulator, whose boxes are real desktops in the
