@@ -182,10 +182,13 @@ export async function startApiProcess(capabilityKey: string): Promise<{ url: str
   return { url: await waitForOutput(child, child.stdout, /^API_URL=(\S+)$/m, "api") };
 }
 
-/** The Cubicle proxy on its own, so that its memory is measured apart from everything else. */
-export async function startProxyProcess(env: Record<string, string>): Promise<{ pid: number; port: number }> {
+/** The Cubicle proxy on its own, so that its memory is measured apart from everything else; `nodeArgs` go to its node. */
+export async function startProxyProcess(
+  env: Record<string, string>,
+  nodeArgs: readonly string[] = [],
+): Promise<{ pid: number; port: number }> {
   const port = await freePort();
-  const child = startChild("node", ["--import", "tsx", script("../../proxy/src/main.ts")], {
+  const child = startChild("node", [...nodeArgs, "--import", "tsx", script("../../proxy/src/main.ts")], {
     env: { ...process.env, ...env, PROXY_PORT: String(port), LOG_LEVEL: "silent" },
   });
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;

@@ -4,13 +4,15 @@
  * Prints throughput, round-trip latency and memory per socket, with ratios.
  */
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import { availableParallelism } from "node:os";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import type { RfbClient } from "@cubicle/proxy/testing";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { connectRfb, percentile, roundTrips, type SocketMemory, socketMemory, transfer } from "./measure.ts";
 import { directPath, proxyPath, type RfbPath, websockifyPath } from "./paths.ts";
 import { startApiProcess, startDesktop, startProxyProcess, startWebsockify, stopAll } from "./processes.ts";
+import { printProfileSummary } from "./profile.ts";
 
 const SOCKETS = envInteger("BENCH_SOCKETS", 50, 1, 1_000);
 const WARMUP_SECONDS = 1;
@@ -21,6 +23,8 @@ const LATENCY_SAMPLES = envInteger("BENCH_PROXY_ROUND_TRIPS", 300, 4, 100_000);
 const ROUNDS = 4;
 // Past this something hangs, and waiting is no use; the default size stays well under three minutes.
 const DEADLINE_MS = envInteger("BENCH_PROXY_DEADLINE_S", 150, 10, 7_200) * 1000;
+/** BENCH_PROXY_CPU_PROF=1: the proxy runs under `node --cpu-prof`, and its profile is summarised at the end. */
+const PROFILE = envInteger("BENCH_PROXY_CPU_PROF", 0, 0, 1) === 1;
 
 let aborting = false;
 
@@ -202,18 +206,23 @@ function measures(speeds: readonly Speed[], proxyMemory: MemoryRow): MeasureRow[
 
 const loadAverage = async () => (await readFile("/proc/loadavg", "utf8")).split(" ").slice(0, 3).join(" ");
 
+// Kept after the run: the profile opens as a flame graph in Chrome DevTools or speedscope.
+const profileDir = PROFILE ? await mkdtemp(join(tmpdir(), "cubicle-bench-proxy-profile-")) : undefined;
 try {
   const capabilityKey = randomBytes(32).toString("base64url");
   const [desktop, api] = await Promise.all([startDesktop(), startApiProcess(capabilityKey)]);
   const websockify = await startWebsockify(desktop.port);
   const threadedWebsockify = await startWebsockify(desktop.port, { threads: true });
-  const proxy = await startProxyProcess({
-    SCREEN_CAPABILITY_KEY: capabilityKey,
-    CUBICLE_API_URL: api.url,
-    // All bench sockets come from one address and one subject; the defaults (32, 16) would refuse them.
-    PROXY_MAX_SOCKETS_PER_IP: String(SOCKETS + 8),
-    PROXY_MAX_SOCKETS_PER_SUBJECT: String(SOCKETS + 8),
-  });
+  const proxy = await startProxyProcess(
+    {
+      SCREEN_CAPABILITY_KEY: capabilityKey,
+      CUBICLE_API_URL: api.url,
+      // All bench sockets come from one address and one subject; the defaults (32, 16) would refuse them.
+      PROXY_MAX_SOCKETS_PER_IP: String(SOCKETS + 8),
+      PROXY_MAX_SOCKETS_PER_SUBJECT: String(SOCKETS + 8),
+    },
+    profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [],
+  );
   const paths = [
     directPath(desktop.port),
     websockifyPath(websockify.port),
@@ -255,7 +264,9 @@ try {
   if (!aborting)
     console.error(`bench:proxy failed: ${error instanceof Error ? (error.stack ?? error.message) : error}`);
 } finally {
+  // The proxy writes its profile as it exits.
   await stopAll();
 }
+if (profileDir && !process.exitCode) await printProfileSummary(profileDir);
 // Sockets a failed step left half-open must not keep the run alive.
 process.exit();
