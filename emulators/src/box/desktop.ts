@@ -24,7 +24,7 @@ if ! pgrep -u "$me" -x Xvfb >/dev/null; then
   rm -f /tmp/.X0-lock /tmp/.X11-unix/X0
   setsid Xvfb ${DISPLAY} -screen 0 1280x800x24 -nolisten tcp > /tmp/.box-xvfb.log 2>&1 < /dev/null &
 fi
-for i in $(seq 150); do xdotool getdisplaygeometry >/dev/null 2>&1 && break; sleep 0.1; done
+for i in $(seq 600); do xdotool getdisplaygeometry >/dev/null 2>&1 && break; sleep 0.1; done
 xdotool getdisplaygeometry >/dev/null 2>&1 || { echo "display ${DISPLAY} did not come up" >&2; exit 1; }
 if ! pgrep -u "$me" -x fluxbox >/dev/null; then
   fbsetroot -solid "#2e3440" 2>/dev/null
@@ -49,11 +49,17 @@ else
   X11VNC_AVOID_WINDOWS=never setsid x11vnc -display ${DISPLAY} -rfbport ${VNC_PORT} -rfbauth "$dir/passwd" \\
     -shared -forever -desktop box -quiet > /tmp/.box-x11vnc.log 2>&1 < /dev/null &
 fi
-for i in $(seq 150); do (exec 3<>/dev/tcp/127.0.0.1/${VNC_PORT}) 2>/dev/null && exit 0; sleep 0.1; done
+for i in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/${VNC_PORT}) 2>/dev/null && exit 0; sleep 0.1; done
 echo "x11vnc did not listen on ${VNC_PORT}" >&2; exit 1`;
 
+/**
+ * Runs an X helper script. Its waits (600 tries 0.1 s apart, for the display or for x11vnc) and this
+ * bound only decide when to give up, so they are generous: with 15 s and 30 s, a box coming up
+ * while two suites drove desktops on a loaded two-core machine once went to `error`, and a slow
+ * display is the step of coming up that can run out of time.
+ */
 async function x(box: Box, script: string, args: string[] = []): Promise<void> {
-  const result = await box.script(script, args, { env: { DISPLAY }, timeoutMs: 30_000 });
+  const result = await box.script(script, args, { env: { DISPLAY }, timeoutMs: 120_000 });
   if (result.code !== 0) throw new Error(result.stderr || "an X helper failed");
 }
 
