@@ -3,22 +3,26 @@ import { defineConfig } from "vitest/config";
 /** The shared conformance and fault suites, run against every backend. */
 const providerSuites = "providers/testing/backends/*.test.ts";
 /**
- * Box's: its adapter waits on Box's clock (a state or a command's output asked for again and again,
- * up to a second apart), so the suite mostly waits, not computes.
+ * Suites that mostly wait rather than compute: Box's adapter waits on Box's clock (a state or a
+ * command's output asked for again and again, up to a second apart), and the desktop backend's
+ * import cases wait out Chromium's cookie commit (BROWSER_SETTLE_MS, twice: 62 s of its 79).
  */
-const boxSuite = "providers/testing/backends/box-emulator.test.ts";
+const waitingSuites = [
+  "providers/testing/backends/box-emulator.test.ts",
+  "providers/testing/backends/desktop.test.ts",
+];
 
 /**
  * One run covers everything: unit tests, the API and database suites on both database dialects
  * (embedded PGlite and a real Postgres started for the run), the shared provider suites against
  * every backend, end-to-end checks, and the reliability suite (faults, load, hostile input).
  *
- * Most of the unit and api suites, the Box provider suite and the reliability suite's hostile input
- * wait on a database, a process or a vendor's polling, not on the CPU, so they run two files at a
- * time; then the other provider suites and the end-to-end journeys run one file at a time (each
- * drives real desktops, and two at once on this machine's two cores slowed Daytona's export and
- * import cases past their budget), and last the reliability suite's faults and load, alone, since
- * what they measure is the machine's behaviour.
+ * Most of the unit and api suites, the Box and desktop provider suites and the reliability suite's
+ * hostile input wait on a database, a process, a vendor's polling or a browser, not on the CPU, so
+ * they run two files at a time; then the other provider suites and the end-to-end journeys run one
+ * file at a time (each drives real desktops, and two at once on this machine's two cores slowed
+ * Daytona's export and import cases past their budget), and last the reliability suite's faults
+ * and load, alone, since what they measure is the machine's behaviour.
  */
 const twoAtATime = { maxWorkers: 2, sequence: { groupOrder: 0 } };
 const oneAtATime = (groupOrder: number) => ({ maxWorkers: 1, sequence: { groupOrder } });
@@ -66,11 +70,11 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "providers-box", ...twoAtATime, include: [boxSuite] },
+        test: { name: "providers-waiting", ...twoAtATime, include: waitingSuites },
       },
       {
         extends: true,
-        test: { name: "providers", ...oneAtATime(1), include: [providerSuites], exclude: [boxSuite] },
+        test: { name: "providers", ...oneAtATime(1), include: [providerSuites], exclude: waitingSuites },
       },
       {
         extends: true,
