@@ -24,6 +24,18 @@ const waitingSuites = [
  * Daytona's export and import cases past their budget), and last the reliability suite's faults
  * and load, alone, since what they measure is the machine's behaviour.
  */
+/**
+ * Files that change the host's network (network namespaces and routes for stand-in hosts at fixed
+ * addresses, firewall rules of computers and emulated machines) and assert what a machine can
+ * reach: beside other files a supervisor's computer was seen losing its way to the stand-ins, so
+ * they run alone, one at a time, between the two-at-a-time files and the provider suites.
+ */
+const networkSuites = [
+  "supervisor/src/egress.docker.test.ts",
+  "emulators/src/machines/firewall.docker.test.ts",
+  "emulators/src/e2b/e2b-emulator.test.ts",
+  "emulators/src/daytona/daytona-emulator.test.ts",
+];
 const twoAtATime = { maxWorkers: 2, sequence: { groupOrder: 0 } };
 const oneAtATime = (groupOrder: number) => ({ maxWorkers: 1, sequence: { groupOrder } });
 export default defineConfig({
@@ -42,7 +54,12 @@ export default defineConfig({
             "scripts/**/*.test.ts",
             "emulators/src/**/*.test.ts",
           ],
+          exclude: networkSuites,
         },
+      },
+      {
+        extends: true,
+        test: { name: "network", ...oneAtATime(1), include: networkSuites },
       },
       {
         extends: true,
@@ -74,18 +91,18 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "providers", ...oneAtATime(1), include: [providerSuites], exclude: waitingSuites },
+        test: { name: "providers", ...oneAtATime(2), include: [providerSuites], exclude: waitingSuites },
       },
       {
         extends: true,
-        test: { name: "e2e", ...oneAtATime(2), include: ["e2e/test/**/*.test.ts"] },
+        test: { name: "e2e", ...oneAtATime(3), include: ["e2e/test/**/*.test.ts"] },
       },
       {
         // faults and load (`npm run reliability` runs these and the hostile input's files, and prints the report)
         extends: true,
         test: {
           name: "reliability",
-          ...oneAtATime(3),
+          ...oneAtATime(4),
           include: ["reliability/test/{faults,load}/**/*.test.ts"],
           // the production dialect: faults and load are about the real database server's behaviour
           env: { CUBICLE_TEST_DB: "postgres" },
