@@ -27,8 +27,9 @@ const waitingSuites = [
 /**
  * Files that change the host's network (network namespaces and routes for stand-in hosts at fixed
  * addresses, firewall rules of computers and emulated machines) and assert what a machine can
- * reach: beside other files a supervisor's computer was seen losing its way to the stand-ins, so
- * they run alone, one at a time, between the two-at-a-time files and the provider suites.
+ * reach: two with stand-ins at the same fixed addresses cannot run at once, and `ip netns` briefly
+ * shows other processes' mounts that a starting supervisor's DATA_DIR check reads, so they run
+ * alone, one at a time, between the two-at-a-time files and the provider suites.
  */
 const networkSuites = [
   "supervisor/src/egress.docker.test.ts",

@@ -48,7 +48,9 @@ export async function startEgressHosts(
   };
   const names = records(hostsOf);
   let server: ChildProcess | null = null;
+  let closing = false;
   const close = async () => {
+    closing = true;
     server?.kill("SIGKILL");
     for (const remove of [() => ip("link", "del", hostSide), () => ip("netns", "del", ns)]) {
       try {
@@ -106,7 +108,12 @@ export async function startEgressHosts(
       };
       child.stdout?.on("data", onData);
       child.stderr?.on("data", onData);
-      child.once("exit", (code) => reject(new Error(`the stand-in hosts exited (${code}): ${output}`)));
+      child.once("exit", (code) => {
+        const exited = `the stand-in hosts exited (${code}): ${output}`;
+        reject(new Error(exited));
+        // later, every check of the test would fail as "unreachable": say why where it shows
+        if (!closing) process.stderr.write(`${exited}\n`);
+      });
     });
     const setRecord = (name: string, address: string) => {
       child.stdin?.write(`${JSON.stringify({ name, address })}\n`);

@@ -19,7 +19,12 @@ const hosts = JSON.parse(process.argv[2] ?? "{}") as Hosts;
 
 async function main(): Promise<void> {
   for (const { address, port } of hosts.tcp) {
-    const server = createServer((socket) => socket.end(`hello ${address}\n`));
+    const server = createServer((socket) => {
+      // a client that resets before the greeting is written (a probe that only checks the port
+      // answers) is no fault of the host; unhandled, its error would end every stand-in at once
+      socket.on("error", () => socket.destroy());
+      socket.end(`hello ${address}\n`);
+    });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, address, resolve);
