@@ -206,7 +206,7 @@ describe("egress policies on Docker computers", () => {
   });
 
   it(
-    "keeps the policy across a restart of the computer and of the supervisor; drops jumps of computers gone meanwhile",
+    "keeps the policy across a restart of the computer and of the supervisor; drops jumps and chains of computers gone meanwhile",
     LONG,
     async () => {
       const offline: EgressPolicy = { level: "offline", allow: [] };
@@ -219,6 +219,12 @@ describe("egress policies on Docker computers", () => {
       // stopped behind the supervisor's back: its address is free for another container
       expect(egressRules()).toContain(`cubicle-egress:${other.homeKey}`);
       await docker.getContainer(`cubicle-${other.homeKey}`).kill();
+      // and chains no jump reaches (a computer removed behind every supervisor's back)
+      const unreached = `CE-${randomBytes(8).toString("hex")}`;
+      for (const chain of [`${unreached}-B`, `${unreached}-BR`]) {
+        execFileSync("iptables", ["-w", "10", "-N", chain]);
+      }
+      execFileSync("iptables", ["-w", "10", "-A", `${unreached}-B`, "-j", `${unreached}-BR`]);
       supervisor = await startTestSupervisor({
         env: { SUPERVISOR_DNS: hosts.dnsAddress },
         restartOf: supervisor,
@@ -226,6 +232,8 @@ describe("egress policies on Docker computers", () => {
       client = createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token });
       // the restarted supervisor swept the killed computer's jump at start
       expect(egressRules()).not.toContain(`cubicle-egress:${other.homeKey}`);
+      expect(egressRules()).not.toContain(unreached);
+      expect(egressRules()).toContain(computerTag(computer.homeKey));
       expect((await client.egress(computer, null)).policy).toEqual(offline);
       expect(await reach(computer, hosts.publicAddresses[0], hosts.port)).toBe("");
       await client.setEgress(computer, { level: "default", allow: [] });

@@ -185,6 +185,27 @@ export class EgressEnforcer {
         await this.dropChains(homeKey, generation);
       });
     }
+    await this.dropUnreached();
+  }
+
+  /**
+   * Removes the chains of computers no jump reaches (removed behind every supervisor's back): they
+   * are inert, but would pile up on the host. A computer's chains are made with its jump in one
+   * transaction, and one between generations still has a jump, so no live computer's are touched.
+   */
+  private async dropUnreached(): Promise<void> {
+    const reached = new Set(
+      ((await this.iptables.chainRules(EGRESS_CHAIN)) ?? []).flatMap(
+        (rule) => /-g (CE-[0-9a-f]{16})-[AB]$/.exec(rule)?.[1] ?? [],
+      ),
+    );
+    const listed = await this.iptables.iptables(["-S"]);
+    const unreached: string[] = [];
+    for (const line of listed.split("\n")) {
+      const match = /^-N ((CE-[0-9a-f]{16})-[AB]R?)$/.exec(line);
+      if (match && !reached.has(match[2] as string)) unreached.push(match[1] as string);
+    }
+    await this.removeChains(unreached);
   }
 
   async report(
@@ -329,11 +350,12 @@ export class EgressEnforcer {
     const state = await this.store.get(homeKey);
     if (state && refused > 0)
       await this.store.put({ ...state, refusedBefore: state.refusedBefore + refused });
-    for (const chain of [chainOf(tag, generation), refuseChainOf(tag, generation)]) {
-      await this.iptables.iptables(["-F", chain]).catch(() => undefined);
-    }
-    for (const chain of [chainOf(tag, generation), refuseChainOf(tag, generation)]) {
-      await this.iptables.iptables(["-X", chain]).catch(() => undefined);
-    }
+    await this.removeChains([chainOf(tag, generation), refuseChainOf(tag, generation)]);
+  }
+
+  /** Empties the chains first, as one may jump to another; one already gone is no matter. */
+  private async removeChains(chains: readonly string[]): Promise<void> {
+    for (const chain of chains) await this.iptables.iptables(["-F", chain]).catch(() => undefined);
+    for (const chain of chains) await this.iptables.iptables(["-X", chain]).catch(() => undefined);
   }
 }
