@@ -16,6 +16,7 @@ import {
   createFileCheckpointStore,
   type RevisionInfo,
 } from "../../api/src/checkpoints/store/index.ts";
+import { onAbort } from "../abort.ts";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { buildHome, changeFiles } from "./home.ts";
 
@@ -36,14 +37,7 @@ async function cleanUp(): Promise<void> {
   await fs.rm(work, { recursive: true, force: true });
 }
 
-function abort(message: string, code: number): void {
-  console.error(message);
-  void cleanUp().finally(() => process.exit(code));
-}
-process.once("SIGINT", () => abort("bench:checkpoint interrupted", 130));
-process.once("SIGTERM", () => abort("bench:checkpoint terminated", 143));
-process.once("SIGHUP", () => abort("bench:checkpoint hung up", 129));
-setTimeout(() => abort(`bench:checkpoint did not finish in ${DEADLINE_MS / 1000} s`, 1), DEADLINE_MS).unref();
+onAbort("bench:checkpoint", DEADLINE_MS, cleanUp);
 
 function track(child: ChildProcess): Promise<number | null> {
   children.add(child);

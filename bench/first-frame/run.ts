@@ -20,6 +20,7 @@ import { destroyMachines } from "../../api/test/support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "../../api/test/support/harness.ts";
 import { openScreenSocket } from "../../api/test/support/screen-socket.ts";
 import { buildWorld, type World } from "../../api/test/support/world.ts";
+import { onAbort } from "../abort.ts";
 import { envInteger, printMeasures, printTable, times } from "../report.ts";
 
 const RUNS = envInteger("BENCH_FIRST_FRAME_RUNS", 2, 1, 20);
@@ -31,17 +32,7 @@ const run = promisify(execFile);
 const containers = new Set<string>();
 let cleanUp: () => Promise<void> = async () => {};
 
-function abort(message: string, code: number): void {
-  console.error(message);
-  void cleanUp().finally(() => process.exit(code));
-}
-process.once("SIGINT", () => abort("bench:first-frame interrupted", 130));
-process.once("SIGTERM", () => abort("bench:first-frame terminated", 143));
-process.once("SIGHUP", () => abort("bench:first-frame hung up", 129));
-setTimeout(
-  () => abort(`bench:first-frame did not finish in ${DEADLINE_MS / 1000} s`, 1),
-  DEADLINE_MS,
-).unref();
+onAbort("bench:first-frame", DEADLINE_MS, () => cleanUp());
 
 /** Milliseconds from `docker run` of the image to its screen 0's VNC server answering. */
 async function dockerRunUntilVnc(): Promise<number> {

@@ -8,6 +8,7 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RfbClient } from "@cubicle/proxy/testing";
+import { onAbort } from "../abort.ts";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { connectRfb, percentile, roundTrips, type SocketMemory, socketMemory, transfer } from "./measure.ts";
 import { directPath, proxyPath, type RfbPath, websockifyPath } from "./paths.ts";
@@ -26,17 +27,7 @@ const DEADLINE_MS = envInteger("BENCH_PROXY_DEADLINE_S", 150, 10, 7_200) * 1000;
 /** BENCH_PROXY_CPU_PROF=1: the proxy runs under `node --cpu-prof`, and its profile is summarised at the end. */
 const PROFILE = envInteger("BENCH_PROXY_CPU_PROF", 0, 0, 1) === 1;
 
-let aborting = false;
-
-function abort(message: string, code: number): void {
-  aborting = true;
-  console.error(message);
-  void stopAll().finally(() => process.exit(code));
-}
-process.once("SIGINT", () => abort("bench:proxy interrupted", 130));
-process.once("SIGTERM", () => abort("bench:proxy terminated", 143));
-process.once("SIGHUP", () => abort("bench:proxy hung up", 129));
-setTimeout(() => abort(`bench:proxy did not finish in ${DEADLINE_MS / 1000} s`, 1), DEADLINE_MS).unref();
+const abort = onAbort("bench:proxy", DEADLINE_MS, stopAll);
 
 interface Speed {
   name: string;
@@ -261,7 +252,7 @@ try {
 } catch (error) {
   process.exitCode = 1;
   // Stopping the children makes whatever step was running fail too; that is no news.
-  if (!aborting)
+  if (!abort.aborting)
     console.error(`bench:proxy failed: ${error instanceof Error ? (error.stack ?? error.message) : error}`);
 } finally {
   // The proxy writes its profile as it exits.
