@@ -10,6 +10,7 @@ import { RefusalLog } from "./refusals.ts";
 import {
   type Allowed,
   baseRules,
+  COMPUTER_TAG_PATTERN,
   chainOf,
   computerRules,
   computerTag,
@@ -24,6 +25,15 @@ import { type EgressState, EgressStore } from "./store.ts";
 /** What an operator does so that a supervisor enforces egress policies (README "Egress"). */
 export const EGRESS_FIX =
   "run the supervisor as root on the Docker host, or set SUPERVISOR_FIREWALL_CONTAINER to a container on the host's network with NET_ADMIN and SYSLOG and the host's iptables backend (the Compose stack's `firewall` service: docker compose --profile docker up -d firewall)";
+
+/** A computer's jump in EGRESS_CHAIN as `iptables -S` lists it: its address, home key and generation. */
+const JUMP = new RegExp(
+  String.raw`-s (\S+)\/32 -m comment --comment "cubicle-egress:([^"]+)" -[gj] ${COMPUTER_TAG_PATTERN}-([AB])$`,
+);
+/** The computer a jump in EGRESS_CHAIN leads to. */
+const JUMP_TARGET = new RegExp(`-g (${COMPUTER_TAG_PATTERN})-[AB]$`);
+/** A computer's chain (either generation, rules or refusals) as `iptables -S` declares it. */
+const CHAIN = new RegExp(`^-N ((${COMPUTER_TAG_PATTERN})-[AB]R?)$`);
 
 /** Host names are resolved again when their records expire, within these bounds. */
 const MIN_REFRESH_S = 30;
@@ -175,8 +185,7 @@ export class EgressEnforcer {
    */
   async sweep(addressNow: (homeKey: string) => Promise<string | null>): Promise<void> {
     for (const rule of (await this.iptables.chainRules(EGRESS_CHAIN)) ?? []) {
-      const match =
-        /-s (\S+)\/32 -m comment --comment "cubicle-egress:([^"]+)" -[gj] CE-[0-9a-f]{16}-([AB])$/.exec(rule);
+      const match = JUMP.exec(rule);
       if (!match) continue;
       const [, address, homeKey, generation] = match as unknown as [string, string, string, Generation];
       if ((await addressNow(homeKey)) === address) continue;
@@ -196,13 +205,13 @@ export class EgressEnforcer {
   private async dropUnreached(): Promise<void> {
     const reached = new Set(
       ((await this.iptables.chainRules(EGRESS_CHAIN)) ?? []).flatMap(
-        (rule) => /-g (CE-[0-9a-f]{16})-[AB]$/.exec(rule)?.[1] ?? [],
+        (rule) => JUMP_TARGET.exec(rule)?.[1] ?? [],
       ),
     );
     const listed = await this.iptables.iptables(["-S"]);
     const unreached: string[] = [];
     for (const line of listed.split("\n")) {
-      const match = /^-N ((CE-[0-9a-f]{16})-[AB]R?)$/.exec(line);
+      const match = CHAIN.exec(line);
       if (match && !reached.has(match[2] as string)) unreached.push(match[1] as string);
     }
     await this.removeChains(unreached);

@@ -1,12 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { EgressRefusal } from "@cubicle/providers/contract";
+import { COMPUTER_TAG_PATTERN } from "./rules.ts";
 import type { FirewallRunner } from "./runner.ts";
 
 /** Recent refusals kept per computer; the counters count every one. */
 export const RING_SIZE = 200;
 
 /** One LOG line of a refusal chain: `… CE-<hash> IN=cubicle0 OUT=eth0 … DST=a.b.c.d … PROTO=TCP … DPT=443 …` */
-const LINE = /(CE-[0-9a-f]{16}) ?IN=\S* OUT=\S*.*? DST=(\S+) .*?PROTO=(\S+)(?:.*? DPT=(\d+))?/;
+const LINE = new RegExp(
+  String.raw`(${COMPUTER_TAG_PATTERN}) ?IN=\S* OUT=\S*.*? DST=(\S+) .*?PROTO=(\S+)(?:.*? DPT=(\d+))?`,
+);
 
 export function parseLogLine(line: string): { tag: string; refusal: Omit<EgressRefusal, "at"> } | null {
   const match = LINE.exec(line);

@@ -9,6 +9,9 @@ export const EGRESS_CHAIN = "CUBICLE-EGRESS";
 export const computerTag = (homeKey: string) =>
   `CE-${createHash("sha256").update(homeKey).digest("hex").slice(0, 16)}`;
 
+/** What computerTag makes, as a regular-expression source, for reading tags back from iptables. */
+export const COMPUTER_TAG_PATTERN = "CE-[0-9a-f]{16}";
+
 /** The comment on a computer's jump in EGRESS_CHAIN, by which its jump is found again. */
 export const jumpComment = (homeKey: string) => `cubicle-egress:${homeKey}`;
 
