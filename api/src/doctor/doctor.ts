@@ -52,6 +52,10 @@ export async function runDoctor(source: Record<string, string | undefined>): Pro
 
 const localHost = (host: string) => (host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host);
 
+const apiProblem = (detail: string, fix: string): { problem: Check } => ({
+  problem: { name: "api", outcome: "problem", detail, fix },
+});
+
 async function askApi(apiUrl: string, secrets: Secrets): Promise<DoctorView | { problem: Check }> {
   const keyring = new CapabilityKeyring({
     current: secrets.screenCapabilityKey,
@@ -64,35 +68,21 @@ async function askApi(apiUrl: string, secrets: Secrets): Promise<DoctorView | { 
       signal: AbortSignal.timeout(API_TIMEOUT_MS),
     });
   } catch {
-    return {
-      problem: {
-        name: "api",
-        outcome: "problem",
-        detail: `the api does not answer at ${apiUrl}`,
-        fix: "start Cubicle (npm start, or docker compose up -d), or point CUBICLE_API_URL at the api",
-      },
-    };
+    return apiProblem(
+      `the api does not answer at ${apiUrl}`,
+      "start Cubicle (npm start, or docker compose up -d), or point CUBICLE_API_URL at the api",
+    );
   }
-  if (response.status === 404) {
-    return {
-      problem: {
-        name: "api",
-        outcome: "problem",
-        detail: `the api at ${apiUrl} refused the doctor: its SCREEN_CAPABILITY_KEY differs from the one the doctor read`,
-        fix: "run the doctor with the api's own configuration (docker compose exec api cubicle doctor)",
-      },
-    };
-  }
-  if (!response.ok) {
-    return {
-      problem: {
-        name: "api",
-        outcome: "problem",
-        detail: `the api at ${apiUrl} answered ${response.status}: ${(await response.text()).slice(0, 300)}`,
-        fix: "read the api's log",
-      },
-    };
-  }
+  if (response.status === 404)
+    return apiProblem(
+      `the api at ${apiUrl} refused the doctor: its SCREEN_CAPABILITY_KEY differs from the one the doctor read`,
+      "run the doctor with the api's own configuration (docker compose exec api cubicle doctor)",
+    );
+  if (!response.ok)
+    return apiProblem(
+      `the api at ${apiUrl} answered ${response.status}: ${(await response.text()).slice(0, 300)}`,
+      "read the api's log",
+    );
   return (await response.json()) as DoctorView;
 }
 
