@@ -58,6 +58,7 @@ export const BASE_PROGRAMS = [
   "sh",
   "sha256sum",
   "sort",
+  "sync",
   "tar",
   "umount",
   "xargs",

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { existsSync, promises as fs } from "node:fs";
 import { join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { extract, type Header, pack } from "tar-stream";
+import { fsyncPath, syncFileSystem } from "./durability.ts";
 import { excludedFromRevisions } from "./excluded.ts";
 import { SharedExclusiveLock, type StoreLock } from "./lock.ts";
 import {
@@ -18,6 +19,7 @@ import {
   ROOT_PATH,
   revisionInfo,
 } from "./manifest.ts";
+import { ObjectWriter } from "./object-writer.ts";
 import type { CheckpointSealing } from "./sealing.ts";
 import {
   CHECKPOINT_REASONS,
@@ -45,8 +47,6 @@ export interface FileCheckpointStore extends CheckpointStore {
 
 /** Contents up to this size are hashed in memory, so an unchanged file is never written at all. */
 const IN_MEMORY_LIMIT = 1024 * 1024;
-/** New objects being made durable (fsync + rename) while the archive keeps streaming. */
-const DURABILITY_CONCURRENCY = 16;
 /** A write's leftover temp folder from this process whose owner is no longer known. */
 const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
 
@@ -83,15 +83,6 @@ function errorCode(error: unknown): string | undefined {
     : undefined;
 }
 
-async function fsyncPath(path: string): Promise<void> {
-  const handle = await fs.open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -113,9 +104,11 @@ function processAlive(pid: number): boolean {
  * deduplication works within a workspace and reveals nothing across them. Chromium's caches are
  * left out of every revision (./excluded.ts).
  *
- * Objects and manifests are written into tmp, fsynced and renamed into place, and the folders
- * they land in are fsynced: a revision is visible only once whole, and a crash leaves at worst a
- * temp folder, which a later write removes.
+ * A write seals its new objects into tmp, makes them durable with one flush of the filesystem,
+ * renames them into place, writes its manifest into tmp, flushes again and renames the manifest
+ * into place: an object is found under its address only once its content is durable, a revision
+ * is visible only once whole, and a crash leaves at worst a temp folder, which a later write
+ * removes, and objects no manifest names, which garbage collection removes.
  */
 export function createFileCheckpointStore(
   rootDir: string,
@@ -209,95 +202,53 @@ export function createFileCheckpointStore(
   ): Promise<RevisionInfo> {
     const entries = new Map<string, ManifestEntry>();
     const claimed = new Set<string>();
-    const touchedPrefixes = new Map<string, Promise<void>>();
-    const pending = new Set<Promise<void>>();
-    let failure: unknown = null;
+    /** New objects, sealed in temp: renamed into objects/ only once all of them are durable. */
+    const fresh: Array<{ tempFile: string; address: string }> = [];
     let newBytes = 0;
     let tempCounter = 0;
+    const objects = new ObjectWriter();
 
-    const track = (work: Promise<void>) => {
-      const tracked = work.catch((error: unknown) => {
-        failure ??= error;
-      });
-      pending.add(tracked);
-      void tracked.finally(() => pending.delete(tracked));
-    };
-
-    /** Moves a complete, fsynced temp file into objects/ (unless the content is already there). */
-    async function commitObject(tempFile: string, address: string): Promise<void> {
-      const prefix = join(objectsDir, address.slice(0, 2));
-      let made = touchedPrefixes.get(prefix);
-      if (!made) {
-        made = makeDurableDir(prefix);
-        touchedPrefixes.set(prefix, made);
-      }
-      await made;
-      await fs.rename(tempFile, objectPath(address));
-    }
-
-    async function objectExists(address: string): Promise<boolean> {
-      try {
-        await fs.access(objectPath(address));
-        return true;
-      } catch {
-        return false;
-      }
-    }
-
-    /** Addresses one file's content and stores it once; large contents stream sealed through a temp file. */
+    /** Addresses one file's content and has it sealed into temp once; large contents stream through. */
     async function storeContent(content: AsyncIterable<unknown>): Promise<{ address: string; size: number }> {
       const addressing = sealing.addresser(workspaceId);
       const sealer = sealing.sealer(workspaceId);
       const buffered: Buffer[] = [];
       let size = 0;
-      let spill: fs.FileHandle | null = null;
-      const spillPath = join(temp, `o-${tempCounter++}`);
-      try {
-        for await (const value of content) {
-          const chunk = value as Buffer;
-          addressing.update(chunk);
-          size += chunk.length;
-          if (spill) {
-            await spill.write(sealer.update(chunk));
-          } else {
-            buffered.push(chunk);
-            if (size > IN_MEMORY_LIMIT) {
-              spill = await fs.open(spillPath, "wx");
-              await spill.write(sealer.update(Buffer.concat(buffered)));
-              buffered.length = 0;
-            }
+      let spilled = false;
+      const tempFile = join(temp, `o-${tempCounter++}`);
+      for await (const value of content) {
+        const chunk = value as Buffer;
+        addressing.update(chunk);
+        size += chunk.length;
+        if (spilled) {
+          await objects.write(tempFile, sealer.update(chunk));
+        } else {
+          buffered.push(chunk);
+          if (size > IN_MEMORY_LIMIT) {
+            spilled = true;
+            objects.open(tempFile);
+            await objects.write(tempFile, sealer.update(Buffer.concat(buffered)));
+            buffered.length = 0;
           }
         }
-        const address = addressing.digest("hex");
-        if (claimed.has(address) || (await objectExists(address))) {
-          if (spill) {
-            await spill.close();
-            spill = null;
-            await fs.rm(spillPath, { force: true });
-          }
-          return { address, size };
-        }
-        claimed.add(address);
-        newBytes += size;
-        const handle = spill ?? (await fs.open(spillPath, "wx"));
-        spill = null;
-        const sealed = Buffer.concat([sealer.update(Buffer.concat(buffered)), sealer.final()]);
-        buffered.length = 0;
-        const durable = (async () => {
-          try {
-            await handle.write(sealed);
-            await handle.sync();
-          } finally {
-            await handle.close();
-          }
-          await commitObject(spillPath, address);
-        })();
-        track(durable);
-        while (pending.size >= DURABILITY_CONCURRENCY) await Promise.race(pending);
-        return { address, size };
-      } finally {
-        await spill?.close();
       }
+      const address = addressing.digest("hex");
+      if (claimed.has(address) || existsSync(objectPath(address))) {
+        if (spilled) objects.close(tempFile, { remove: true });
+        return { address, size };
+      }
+      claimed.add(address);
+      newBytes += size;
+      const rest = Buffer.concat([sealer.update(Buffer.concat(buffered)), sealer.final()]);
+      buffered.length = 0;
+      if (spilled) {
+        await objects.write(tempFile, rest);
+        objects.close(tempFile, { remove: false });
+      } else {
+        await objects.file(tempFile, rest);
+      }
+      fresh.push({ tempFile, address });
+      return { address, size };
     }
 
     const source = Readable.fromWeb(tar as NodeReadableStream<Uint8Array>);
@@ -306,7 +257,6 @@ export function createFileCheckpointStore(
     source.pipe(parser);
     try {
       for await (const entry of parser) {
-        if (failure) throw failure;
         const header: Header = entry.header;
         const path = entryPath(header.name);
         if (excludedFromRevisions(path)) {
@@ -356,9 +306,9 @@ export function createFileCheckpointStore(
     } catch (error) {
       source.destroy();
       parser.destroy();
-      await Promise.allSettled([...pending]);
-      // storing an object failed: a storage error, not a bad archive
-      if (error instanceof CheckpointStoreError || error === failure || isNoSpace(error)) throw error;
+      await objects.terminate();
+      // the writer failing is the store's own failure, not a bad archive
+      if (error instanceof CheckpointStoreError || error === objects.broken) throw error;
       throw new CheckpointStoreError(
         "INVALID_ARCHIVE",
         `the home archive could not be read: ${describe(error)}`,
@@ -367,10 +317,17 @@ export function createFileCheckpointStore(
         },
       );
     }
-    await Promise.allSettled([...pending]);
-    while (pending.size > 0) await Promise.allSettled([...pending]);
-    if (failure) throw failure;
-    for (const prefix of touchedPrefixes.keys()) await fsyncPath(prefix);
+    try {
+      await objects.finish();
+      if (fresh.length > 0) {
+        // contents first, then their names: an object is never found under its address unwritten
+        await syncFileSystem(temp);
+        objects.move(fresh.map(({ tempFile, address }) => [tempFile, objectPath(address)]));
+        await objects.finish();
+      }
+    } finally {
+      await objects.terminate();
+    }
 
     const sorted = [...entries.values()].sort((a, b) => comparePaths(a.path, b.path));
     let sizeBytes = 0;
@@ -402,10 +359,12 @@ export function createFileCheckpointStore(
       await handle.write(
         Buffer.concat([sealer.update(Buffer.from(JSON.stringify(manifest), "utf8")), sealer.final()]),
       );
-      await handle.sync();
+      // with new objects, one flush makes their names and the manifest durable together
+      if (fresh.length === 0) await handle.sync();
     } finally {
       await handle.close();
     }
+    if (fresh.length > 0) await syncFileSystem(temp);
     const dir = revisionsDir(homeKey);
     await makeDurableDir(dir);
     await fs.rename(manifestTemp, manifestPath(homeKey, id));

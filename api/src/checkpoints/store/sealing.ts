@@ -24,6 +24,7 @@ const HEADER_BYTES = MAGIC.length + KEY_ID_BYTES + PREFIX_BYTES;
 const CHUNK_BYTES = 64 * 1024;
 const TAG_BYTES = 16;
 const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES;
+const EMPTY = Buffer.alloc(0);
 
 export interface CheckpointSealing {
   /**
@@ -68,11 +69,19 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
   const current = checkpointKey(ring.current);
   const byId = new Map([...ring.byId].map(([id, derived]) => [id, checkpointKey(derived)]));
 
-  const workspaceAddresser = (key: CheckpointKey, workspaceId: string) =>
-    createHmac(
-      "sha256",
-      Buffer.from(hkdfSync("sha256", key.address, "", `cubicle/checkpoints/workspace/${workspaceId}`, 32)),
-    );
+  // derived once per key and workspace: a write addresses every file of a home with the same one
+  const workspaceKeys = new Map<string, Buffer>();
+  const workspaceAddresser = (key: CheckpointKey, workspaceId: string) => {
+    const name = `${key.id}/${workspaceId}`;
+    let derived = workspaceKeys.get(name);
+    if (!derived) {
+      derived = Buffer.from(
+        hkdfSync("sha256", key.address, "", `cubicle/checkpoints/workspace/${workspaceId}`, 32),
+      );
+      workspaceKeys.set(name, derived);
+    }
+    return createHmac("sha256", derived);
+  };
 
   const nonce = (prefix: Buffer, index: number, last: boolean) => {
     const value = Buffer.alloc(12);
@@ -159,15 +168,19 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
       return {
         update(plaintext) {
           const out = start();
-          pending.push(plaintext);
-          pendingBytes += plaintext.length;
           // a full chunk is sealed only once more follows, because the last one is flagged
-          while (pendingBytes > CHUNK_BYTES) {
-            const all = Buffer.concat(pending);
-            out.push(seal(all.subarray(0, CHUNK_BYTES), false));
-            pending = [all.subarray(CHUNK_BYTES)];
-            pendingBytes -= CHUNK_BYTES;
+          if (pendingBytes + plaintext.length <= CHUNK_BYTES) {
+            pending.push(plaintext);
+            pendingBytes += plaintext.length;
+            return out.length === 0 ? EMPTY : Buffer.concat(out);
           }
+          const all = pendingBytes === 0 ? plaintext : Buffer.concat([...pending, plaintext]);
+          let offset = 0;
+          for (; all.length - offset > CHUNK_BYTES; offset += CHUNK_BYTES) {
+            out.push(seal(all.subarray(offset, offset + CHUNK_BYTES), false));
+          }
+          pending = [all.subarray(offset)];
+          pendingBytes = all.length - offset;
           return Buffer.concat(out);
         },
         final() {
