@@ -33,6 +33,11 @@ export interface RfbBridgeOptions {
   browser: Duplex;
   /** A VNC server offering VNC Authentication (2) or None (1). */
   target: Duplex;
+  /**
+   * Set when the target's chunks are lent (its reads land in recycled buffers): the bridge hands
+   * each back once every byte it forwarded from it has been written to the browser.
+   */
+  recycleTargetChunk?(chunk: Buffer): void;
   /** The target's VNC password; undefined means the target must offer None. Never sent to the browser. */
   password: string | undefined;
   mode: "view" | "control";
@@ -57,6 +62,8 @@ export interface RfbBridgeOptions {
    */
   closeBrowser?(end: RfbBridgeEnd): void;
 }
+
+type WriteCallback = (error?: Error | null) => void;
 
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 
@@ -149,8 +156,10 @@ class Bridge {
 
   readonly #onTargetData = (chunk: Buffer): void => {
     if (this.#ended) return;
+    const lent = this.#lent(chunk);
     if (!this.#serverFilter) {
-      this.#toBrowser(chunk);
+      this.#toBrowser(chunk, lent?.part());
+      lent?.handedOut();
       return;
     }
     const result = this.#serverFilter.push(chunk);
@@ -158,13 +167,44 @@ class Bridge {
       this.#finish("target-violation", result.violation);
       return;
     }
-    for (const step of result.steps) if ("forward" in step) this.#toBrowser(step.forward);
+    // The filter's forwarded runs are views of the chunk (or of a copy); what it holds back it copies.
+    for (const step of result.steps) if ("forward" in step) this.#toBrowser(step.forward, lent?.part());
+    lent?.handedOut();
   };
 
-  #toBrowser(data: Buffer): void {
+  /**
+   * For a lent chunk: `part()` gives the write callback for each part of it written on; once all are
+   * handed out and written, the chunk is recycled, unless a write failed (a failed write's buffer may
+   * still be held by a stream being torn down; the garbage collector takes it then).
+   */
+  #lent(chunk: Buffer): { part(): WriteCallback; handedOut(): void } | undefined {
+    const recycle = this.#options.recycleTargetChunk;
+    if (!recycle) return undefined;
+    let outstanding = 1;
+    let failed = false;
+    const settle: WriteCallback = (error) => {
+      if (error) failed = true;
+      if (--outstanding === 0 && !failed) recycle(chunk);
+    };
+    return {
+      part: () => {
+        outstanding++;
+        return settle;
+      },
+      handedOut: () => settle(),
+    };
+  }
+
+  #toBrowser(data: Buffer, then?: WriteCallback): void {
     this.#options.onServerBytes?.(data.length);
     this.#browserWritesPending++;
-    this.#write(this.#options.target, this.#options.browser, data, this.#browserWritten);
+    const written: WriteCallback = then
+      ? (error) => {
+          this.#browserWritten();
+          then(error);
+        }
+      : this.#browserWritten;
+    this.#write(this.#options.target, this.#options.browser, data, written);
   }
 
   readonly #browserWritten = (): void => {
@@ -205,7 +245,7 @@ class Bridge {
   };
 
   /** Writes to `sink`; when the sink is full, stops reading `source` until it drains. */
-  #write(source: Duplex, sink: Duplex, data: Buffer, written?: () => void): void {
+  #write(source: Duplex, sink: Duplex, data: Buffer, written?: WriteCallback): void {
     if (sink.write(data, written) || this.#throttled.has(source)) return;
     this.#throttled.add(source);
     source.pause();

@@ -5,7 +5,7 @@ import type { ActiveControlLease } from "../api-link/control-leases.ts";
 import type { VerifiedCapability } from "../capability/index.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 import { bridgeRfb, type RfbBridgeEnd } from "../rfb/index.ts";
-import { connectTarget } from "./targets.ts";
+import { type ConnectedTarget, connectTarget } from "./targets.ts";
 
 /** Close codes a browser sees; reasons are generic on purpose. */
 export const CLOSE = {
@@ -116,13 +116,14 @@ export class ScreenSocket {
     metrics.openSockets.inc({ mode });
     const timers = this.startTimers();
     try {
-      let target: Duplex;
+      let connected: ConnectedTarget;
       try {
-        target = await connectTarget(capability.target);
+        connected = await connectTarget(capability.target);
       } catch {
         this.close("unavailable");
         return;
       }
+      const target = connected.stream;
       if (this.closedWith) {
         target.destroy();
         return;
@@ -132,6 +133,7 @@ export class ScreenSocket {
         // room for a few screen updates in flight: the 16 KiB default stalls the relay on every chunk
         browser: createWebSocketStream(socket, { writableHighWaterMark: 256 * 1024 }),
         target,
+        ...(connected.recycle ? { recycleTargetChunk: connected.recycle } : {}),
         password: capability.target.password,
         mode,
         maxClientMessageBytes: this.options.maxFrameBytes,

@@ -1,7 +1,7 @@
-import net from "node:net";
 import type { Duplex } from "node:stream";
 import { createWebSocketStream, WebSocket } from "ws";
 import type { ScreenTarget } from "../capability/index.ts";
+import { connectRecycledReads } from "./recycled-reads.ts";
 
 const CONNECT_TIMEOUT_MS = 5_000;
 
@@ -10,15 +10,21 @@ const CONNECT_TIMEOUT_MS = 5_000;
  * WebSocket with its secret (in the URL or headers) added here, server-side, never by a browser.
  * Failures carry no detail: vendor errors can echo the URL, and with it the secret.
  */
-export function connectTarget(target: ScreenTarget): Promise<Duplex> {
+export function connectTarget(target: ScreenTarget): Promise<ConnectedTarget> {
   return target.kind === "vnc"
     ? connectTcp(target.host, target.port)
-    : connectVendor(target.url, target.headers);
+    : connectVendor(target.url, target.headers).then((stream) => ({ stream }));
 }
 
-function connectTcp(host: string, port: number): Promise<Duplex> {
+export interface ConnectedTarget {
+  stream: Duplex;
+  /** Present when the stream's chunks are lent (see recycled-reads.ts): hands one back once relayed. */
+  recycle?(chunk: Buffer): void;
+}
+
+function connectTcp(host: string, port: number): Promise<ConnectedTarget> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host, port, noDelay: true });
+    const { socket, recycle } = connectRecycledReads({ host, port });
     const timer = setTimeout(() => fail(), CONNECT_TIMEOUT_MS);
     function fail() {
       clearTimeout(timer);
@@ -29,7 +35,7 @@ function connectTcp(host: string, port: number): Promise<Duplex> {
     socket.once("connect", () => {
       clearTimeout(timer);
       socket.off("error", fail);
-      resolve(socket);
+      resolve({ stream: socket, recycle });
     });
   });
 }
