@@ -58,13 +58,14 @@ listening() {
 }
 
 # wait_for <what> <command...>: retries the command for up to 30 s (a computer limited to one
-# CPU that is starting Chromium can take well over 10 s to bring a server up).
+# CPU that is starting Chromium can take well over 10 s to bring a server up), every 50 ms: a
+# screen's start waits on it twice, and a viewer waits for the screen.
 wait_for() {
   what=$1
   shift
-  for _ in $(seq 120); do
+  for _ in $(seq 600); do
     "$@" && return 0
-    sleep 0.25
+    sleep 0.05
   done
   echo "timed out waiting for $what" >&2
   return 1

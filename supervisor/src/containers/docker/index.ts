@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import {
   type ActResult,
   type CommandEvent,
@@ -41,6 +42,7 @@ import {
   isRunning,
   runningComputer,
   waitUntilReady,
+  watchBoot,
 } from "./machines.ts";
 import { addressOf, bridgeOf, ensureNetwork, subnetOf } from "./network.ts";
 import * as screens from "./screens.ts";
@@ -89,6 +91,13 @@ export class DockerContainerManager implements ContainerManager {
   private readonly egressEnforcer: EgressEnforcer;
   private readonly firewall: Iptables | null;
   private reattached = false;
+  /**
+   * The policy each running computer's rules were last made from by this process, and for which
+   * address. The api sets the policy after every start, which has just made the stored one's
+   * rules: the same policy again (the usual case) changes no rule, so it is not made again (eight
+   * iptables runs, 0.2-0.8 s). A restart forgets this, which only costs making the rules again.
+   */
+  private readonly enforced = new Map<string, { address: string; policy: EgressPolicy }>();
 
   constructor(
     private readonly config: DockerConfig,
@@ -147,7 +156,10 @@ export class DockerContainerManager implements ContainerManager {
         "DOCKER_FAILURE",
         `computer ${ref.homeKey} has no address on ${this.config.network}`,
       );
+    this.enforced.delete(ref.homeKey);
     await this.egressEnforcer.attach(ref, address);
+    if (this.egressEnforcer.problem() === null)
+      this.enforced.set(ref.homeKey, { address, policy: await this.egressEnforcer.policyOf(ref.homeKey) });
   }
 
   async close(): Promise<void> {
@@ -228,11 +240,14 @@ export class DockerContainerManager implements ContainerManager {
       }
       if (found) {
         try {
-          await this.resume(found.container, found.info);
-          await this.attachEgress(ref, await found.container.inspect());
-          await waitUntilReady(found.container);
-          // a computer that was not running may have been killed mid-upload
-          if (!found.info.State.Running) await sweepUploads(found.container);
+          if (found.info.State.Running) {
+            if (found.info.State.Paused) await this.unpause(found.container);
+            await this.attachEgress(ref, await found.container.inspect());
+            await waitUntilReady(found.container);
+          } else {
+            // a computer that was not running may have been killed mid-upload
+            await this.start(found.container, ref, { sweep: true });
+          }
           return { providerRef: found.info.Id, fresh: false, homeCreated: home.created, state: "running" };
         } catch (error) {
           // a container that no longer boots is replaced; its home is all that matters
@@ -240,18 +255,23 @@ export class DockerContainerManager implements ContainerManager {
           await this.remove(found.container);
         }
       }
-      const container = await this.boot(spec, ref).catch(async (error: unknown) => {
+      // a home made just now holds no upload cut short
+      const sweep = !home.created;
+      const container = await this.boot(spec, ref, sweep).catch(async (error: unknown) => {
         // one more try: a first boot can miss the image's start-up deadlines on a busy host
         if (!(error instanceof SupervisorProblem && error.code === "COMPUTER_FAILURE")) throw error;
-        return this.boot(spec, ref);
+        return this.boot(spec, ref, sweep);
       });
-      await sweepUploads(container);
       return { providerRef: container.id, fresh: true, homeCreated: home.created, state: "running" };
     });
   }
 
   /** Makes and starts a new container and waits for it to boot; one that fails is removed. */
-  private async boot(spec: Docker.ContainerCreateOptions, ref: ComputerRef): Promise<Docker.Container> {
+  private async boot(
+    spec: Docker.ContainerCreateOptions,
+    ref: ComputerRef,
+    sweep: boolean,
+  ): Promise<Docker.Container> {
     let container: Docker.Container;
     try {
       container = await this.docker.createContainer(spec);
@@ -259,9 +279,7 @@ export class DockerContainerManager implements ContainerManager {
       throw dockerFailure(`creating computer ${ref.homeKey} failed`, error);
     }
     try {
-      await container.start();
-      await this.attachEgress(ref, await container.inspect());
-      await waitUntilReady(container);
+      await this.start(container, ref, { sweep });
       return container;
     } catch (error) {
       await this.remove(container).catch(() => undefined);
@@ -269,13 +287,41 @@ export class DockerContainerManager implements ContainerManager {
     }
   }
 
-  private async resume(container: Docker.Container, info: Docker.ContainerInspectInfo): Promise<void> {
+  /**
+   * Starts a stopped container and returns once it has booted with its egress policy enforced.
+   * While it boots, its rules are made and (with `sweep`) uploads a killed computer left half
+   * written are removed from its home: none of that waits for the screen, nor the screen for it.
+   */
+  private async start(container: Docker.Container, ref: ComputerRef, { sweep }: { sweep: boolean }) {
+    const boot = await watchBoot(container);
     try {
-      if (info.State.Paused) await container.unpause();
-      else if (!info.State.Running) await container.start();
+      try {
+        await container.start();
+      } catch (error) {
+        // 304: started by another caller meanwhile, perhaps booted before we listened
+        if (dockerStatus(error) !== 304) throw dockerFailure("starting the computer failed", error);
+        await this.attachEgress(ref, await container.inspect());
+        await waitUntilReady(container);
+        if (sweep) await sweepUploads(container);
+        return;
+      }
+      await Promise.all([
+        container.inspect().then((info) => this.attachEgress(ref, info)),
+        boot.ready,
+        sweep ? sweepUploads(container) : undefined,
+      ]);
+    } finally {
+      boot.close();
+    }
+  }
+
+  private async unpause(container: Docker.Container): Promise<void> {
+    try {
+      await container.unpause();
     } catch (error) {
-      // 304: it was already running
-      if (dockerStatus(error) !== 304) throw dockerFailure("resuming the computer failed", error);
+      // 304 / 409: it was not paused (any more)
+      if (dockerStatus(error) !== 304 && dockerStatus(error) !== 409)
+        throw dockerFailure("resuming the computer failed", error);
     }
   }
 
@@ -348,6 +394,7 @@ export class DockerContainerManager implements ContainerManager {
         if (dockerStatus(error) !== 304)
           throw dockerFailure(`stopping computer ${ref.homeKey} failed`, error);
       }
+      this.enforced.delete(ref.homeKey);
       await this.egressEnforcer.detach(ref.homeKey);
     });
   }
@@ -359,6 +406,7 @@ export class DockerContainerManager implements ContainerManager {
       // never remove another computer's container
       if (!belongsTo(found.info, ref)) throw computerNotFound(ref.homeKey);
       const removed = await this.remove(found.container);
+      this.enforced.delete(ref.homeKey);
       await this.egressEnforcer.forget(ref.homeKey);
       return removed;
     });
@@ -370,6 +418,7 @@ export class DockerContainerManager implements ContainerManager {
       if (keep.has(computer.homeKey)) continue;
       const gone = await this.locks.run(computer.homeKey, async () => {
         const removed = await this.remove(this.docker.getContainer(computer.providerRef));
+        this.enforced.delete(computer.homeKey);
         await this.egressEnforcer.forget(computer.homeKey);
         return removed;
       });
@@ -380,11 +429,19 @@ export class DockerContainerManager implements ContainerManager {
 
   setEgress(ref: ComputerRef, policy: EgressPolicy): Promise<void> {
     return this.locks.run(ref.homeKey, async () => {
-      await this.prepare();
+      // the chains are checked at start and by every create (the api sets a policy right after
+      // one): only a supervisor that could not make them yet tries again here
+      if (this.egressEnforcer.problem() !== null) await this.prepare();
       const found = await inspectByHomeKey(this.docker, ref.homeKey);
       if (found && !belongsTo(found.info, ref)) throw computerNotFound(ref.homeKey);
       const address = found && isRunning(found.info) ? addressOf(found.info, this.config.network) : null;
+      const known = this.enforced.get(ref.homeKey);
+      const enforcing = this.egressEnforcer.problem() === null;
+      if (enforcing && address && known?.address === address && isDeepStrictEqual(known.policy, policy))
+        return;
+      this.enforced.delete(ref.homeKey);
       await this.egressEnforcer.set(ref, policy, address);
+      if (enforcing && address) this.enforced.set(ref.homeKey, { address, policy });
     });
   }
 
