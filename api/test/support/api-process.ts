@@ -23,11 +23,15 @@ export interface ApiProcess {
  * An api replica as its own process, started by its production main with only the environment
  * given (plus a port and a data directory of its own): replicas of one deployment share a database
  * and secrets, never memory, so state kept in one process's memory is not seen by the other.
+ * `nodeArgs` go to node itself (a bench's `--cpu-prof`, which NODE_OPTIONS may not carry).
  */
-export async function startApiProcess(env: Record<string, string>): Promise<ApiProcess> {
+export async function startApiProcess(
+  env: Record<string, string>,
+  options: { nodeArgs?: readonly string[] } = {},
+): Promise<ApiProcess> {
   const port = await findFreePort();
   const dataDir = mkdtempSync(join(tmpdir(), "cubicle-api-process-"));
-  const child = spawn(process.execPath, ["--import", "tsx", API_MAIN], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", API_MAIN], {
     env: { PATH: process.env.PATH ?? "", ...env, PORT: String(port), DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
