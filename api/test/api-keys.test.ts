@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LAST_USED_PRECISION_MS } from "../src/api-keys/verify.ts";
 import {
   expectStatus,
   type RawResponse,
@@ -229,6 +230,34 @@ describe("authenticating with an API key", () => {
       expect(event.ip).toBe("127.0.0.1");
       expect(event.request_id).toBeTruthy();
     }
+  });
+
+  it("records when a key was last used to the minute, without writing its row on every request", async () => {
+    const created = await createKey(w.people.admin, { name: "busy", role: "member" });
+    const caller = anonymous();
+    const lastRequest = async () =>
+      (
+        await t.database.db
+          .selectFrom("apikey")
+          .select("lastRequest")
+          .where("id", "=", created.id)
+          .executeTakeFirstOrThrow()
+      ).lastRequest;
+    expectStatus(await caller.get(membersPath(), { apiKey: created.key }), 200);
+    const first = await lastRequest();
+    expect(first).not.toBeNull();
+    expectStatus(await caller.get(membersPath(), { apiKey: created.key }), 200);
+    expect(await lastRequest()).toEqual(first);
+
+    const stale = new Date(Date.now() - LAST_USED_PRECISION_MS - 1_000);
+    await t.database.db
+      .updateTable("apikey")
+      .set({ lastRequest: stale })
+      .where("id", "=", created.id)
+      .execute();
+    const before = Date.now();
+    expectStatus(await caller.get(membersPath(), { apiKey: created.key }), 200);
+    expect((await lastRequest())?.getTime()).toBeGreaterThanOrEqual(before - 1_000);
   });
 
   it("reaches only the key's own workspace", async () => {

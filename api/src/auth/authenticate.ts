@@ -3,11 +3,11 @@ import { APIError } from "better-auth/api";
 import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import { keyRole } from "../api-keys/key-role.ts";
+import { verifyKey } from "../api-keys/verify.ts";
 import type { AuditLog } from "../audit/audit-log.ts";
 import type { AppEnv } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { currentRequest } from "../http/request-context.ts";
-import type { CubicleAuth } from "./auth.ts";
 import { actorOf, type Principal } from "./principal.ts";
 
 export const API_KEY_HEADER = "x-api-key";
@@ -73,10 +73,10 @@ export function authenticate(): MiddlewareHandler<AppEnv> {
 }
 
 async function principalFromApiKey(
-  deps: { auth: CubicleAuth; audit: AuditLog; database: DatabaseHandle },
+  deps: { audit: AuditLog; database: DatabaseHandle },
   presented: string,
 ): Promise<Principal & { kind: "api_key" }> {
-  const { auth, audit, database } = deps;
+  const { audit, database } = deps;
   const reject = async (reason: string): Promise<never> => {
     await audit.record({
       actor: { type: "anonymous", id: null, label: null },
@@ -85,16 +85,16 @@ async function principalFromApiKey(
     });
     throw new HttpProblem(401, "INVALID_API_KEY", "The API key is unknown, revoked or expired.");
   };
-  const verified = await auth.api.verifyApiKey({ body: { key: presented } });
-  if (!verified.valid || !verified.key) return reject(verified.error?.code ?? "INVALID_API_KEY");
-  const key = verified.key;
-  const granted = await keyRole(database.db, key.referenceId, key.metadata);
+  const verified = await verifyKey(database.db, presented);
+  if ("refused" in verified) return reject(verified.refused);
+  const { key } = verified;
+  const granted = await keyRole(database.db, key.workspaceId, key.metadata);
   if ("refused" in granted) return reject(granted.refused);
   return {
     kind: "api_key",
     keyId: key.id,
     name: key.name ?? key.id,
-    workspaceId: key.referenceId,
+    workspaceId: key.workspaceId,
     role: granted.role,
     createdBy: granted.createdBy,
   };
