@@ -67,9 +67,9 @@ function interleave(kinds: readonly Kind[]): number[] {
 export async function runOpenLoop(
   baseUrl: string,
   kinds: readonly Kind[],
-  options: { rate: number; seconds: number; timeoutMs?: number },
+  options: { rate: number; seconds: number; timeoutMs?: number; signal?: AbortSignal },
 ): Promise<LoadResult> {
-  const { rate, seconds, timeoutMs = 10_000 } = options;
+  const { rate, seconds, timeoutMs = 10_000, signal } = options;
   const url = new URL(baseUrl);
   // Enough sockets that the client never queues at this rate unless the api does.
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -139,12 +139,16 @@ export async function runOpenLoop(
 
   const inFlight: Promise<void>[] = [];
   const start = performance.now() + 10;
+  // Stopped from outside (the bench is interrupted): nothing more is sent, and the connections are
+  // cut so that the api, closing, is not held open by them.
+  signal?.addEventListener("abort", () => agent.destroy(), { once: true });
   await new Promise<void>((finished) => {
     let n = 0;
     const tick = () => {
       const now = performance.now();
       for (; n < total && start + n * interval <= now; n++) inFlight.push(send(n, start + n * interval));
-      if (n < total) setTimeout(tick, Math.max(0, start + n * interval - performance.now()));
+      if (n < total && !signal?.aborted)
+        setTimeout(tick, Math.max(0, start + n * interval - performance.now()));
       else finished();
     };
     setTimeout(tick, 10);

@@ -97,8 +97,13 @@ const errorsOf = (result: KindResult) =>
 let postgres: TemporaryPostgres | undefined;
 let api: ApiProcess | undefined;
 const profileDir = PROFILE ? mkdtempSync(join(tmpdir(), "cubicle-bench-api-prof-")) : undefined;
+const stopLoad = new AbortController();
 const cleanUp = async () => {
+  stopLoad.abort();
+  // An api still working through a backlog of requests may take long to close; it holds nothing.
+  const killed = setTimeout(() => void api?.kill("SIGKILL"), 5_000);
   await api?.close();
+  clearTimeout(killed);
   await postgres?.stop();
 };
 const abort = onAbort("bench:api", DEADLINE_MS, cleanUp);
@@ -128,7 +133,8 @@ try {
       `api (own process, fake provider) on Postgres; ${workspace.computerIds.length} computers, ` +
       `${workspace.sessions.length} open sessions, one admin API key.`,
   );
-  if (WARM_UP_SECONDS > 0) await runOpenLoop(api.url, kinds, { rate: RATE, seconds: WARM_UP_SECONDS });
+  if (WARM_UP_SECONDS > 0)
+    await runOpenLoop(api.url, kinds, { rate: RATE, seconds: WARM_UP_SECONDS, signal: stopLoad.signal });
 
   const databasePids = postgresServerPids(Number(new URL(postgres.url).port));
   const loadBefore = loadAverage();
@@ -137,7 +143,8 @@ try {
     database: cpuSeconds(databasePids),
     own: process.cpuUsage(),
   };
-  const load = await runOpenLoop(api.url, kinds, { rate: RATE, seconds: SECONDS });
+  const load = await runOpenLoop(api.url, kinds, { rate: RATE, seconds: SECONDS, signal: stopLoad.signal });
+  if (stopLoad.signal.aborted) throw new Error("the load was stopped");
   const share = (seconds: number) => `${((100 * seconds) / (load.elapsedMs / 1000)).toFixed(0)} %`;
   const ownCpu = process.cpuUsage(cpuBefore.own);
   const apiSeconds = cpuSeconds([api.pid]) - cpuBefore.api;
