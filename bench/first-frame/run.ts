@@ -1,11 +1,13 @@
 /**
- * `npm run bench:first-frame`: how long a person waits for the first frame of a computer that did
- * not exist, on Docker. Measured: a bot's session opened through the api (a real api on PGlite, a
- * real supervisor on the Docker engine, which makes the computer's container), a view capability
- * minted, the screen opened through the real proxy and its first FramebufferUpdate read. Reference,
- * in the same run: `docker run` of the same computer image until its VNC server answers (its RFB
- * banner on the published port). The two take turns, BENCH_FIRST_FRAME_RUNS times each; medians
- * are compared.
+ * `npm run bench:first-frame`: how long a person waits for the first frame of a computer, on
+ * Docker: one that did not exist, and one the idle job suspended. Measured: a bot's session opened
+ * through the api (a real api on PGlite, a real supervisor on the Docker engine, which makes or
+ * starts the computer's container), a view capability minted, the screen opened through the real
+ * proxy and its first FramebufferUpdate read. The new computer's reference, in the same run:
+ * `docker run` of the same computer image until its VNC server answers (its RFB banner on the
+ * published port). The resume's target is absolute. The three take turns, BENCH_FIRST_FRAME_RUNS
+ * times each; medians are compared. Each session's open is split into the supervisor calls the api
+ * made (timed from the api's side) and the api's own work.
  */
 import "./test-env.ts";
 import { execFile } from "node:child_process";
@@ -16,16 +18,22 @@ import { findFreePort } from "@cubicle/db/testing";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { vncAnswers } from "@cubicle/supervisor/testing/vnc";
+import { SYSTEM_ACTOR } from "../../api/src/audit/audit-log.ts";
+import { stopComputer } from "../../api/src/computers/lifecycle.ts";
 import { destroyMachines } from "../../api/test/support/computers.ts";
 import { expectStatus, startTestApi, type TestApi } from "../../api/test/support/harness.ts";
 import { openScreenSocket } from "../../api/test/support/screen-socket.ts";
 import { buildWorld, type World } from "../../api/test/support/world.ts";
 import { onAbort } from "../abort.ts";
 import { envInteger, printMeasures, printTable, times } from "../report.ts";
+import { ALL_STEPS, type Call, OTHER, recordSupervisorCalls, stepsBetween } from "./supervisor-calls.ts";
 
 const RUNS = envInteger("BENCH_FIRST_FRAME_RUNS", 2, 1, 20);
 const DEADLINE_MS = envInteger("BENCH_FIRST_FRAME_DEADLINE_S", 600, 10, 7_200) * 1000;
-/** The computer image the supervisor runs unless told otherwise (supervisor/src/config.ts). */
+/**
+ * The computer image both paths run: the supervisor's default (supervisor/src/config.ts) unless
+ * SUPERVISOR_IMAGE names another.
+ */
 const IMAGE = process.env.SUPERVISOR_IMAGE ?? "cubicle-computer:latest";
 
 const run = promisify(execFile);
@@ -50,15 +58,10 @@ async function dockerRunUntilVnc(): Promise<number> {
   return elapsed;
 }
 
-/**
- * Milliseconds from the api call that opens a new Private bot's first session to its screen's first
- * frame, and when (from the same start) the session was open and the capability minted.
- */
-async function apiUntilFirstFrame(world: World, proxy: RunningProxy): Promise<Steps> {
-  const owner = world.people.owner;
-  const workspace = `/v1/workspaces/${world.workspaceId}`;
+/** A new Private bot, whose first session makes its computer. */
+async function newBot(world: World): Promise<string> {
   const bot = expectStatus(
-    await owner.post(`${workspace}/bots`, {
+    await world.people.owner.post(`/v1/workspaces/${world.workspaceId}/bots`, {
       name: `bench ${randomBytes(4).toString("hex")}`,
       charter: {
         purpose: "benchmarks",
@@ -69,12 +72,28 @@ async function apiUntilFirstFrame(world: World, proxy: RunningProxy): Promise<St
     }),
     201,
   ).json as { id: string };
+  return bot.id;
+}
+
+interface Opened {
+  sessionId: string;
+  computerId: string;
+  fence: number;
+}
+
+/**
+ * Milliseconds from the api call that opens the bot's session to its screen's first frame, and
+ * when (from the same start) the session was open and the capability minted; and the session.
+ */
+async function apiUntilFirstFrame(world: World, proxy: RunningProxy, botId: string) {
+  const owner = world.people.owner;
+  const workspace = `/v1/workspaces/${world.workspaceId}`;
   const started = performance.now();
-  const session = expectStatus(await owner.post(`${workspace}/bots/${bot.id}/sessions`), 201).json as {
-    computerId: string;
+  const session = expectStatus(await owner.post(`${workspace}/bots/${botId}/sessions`), 201)
+    .json as Opened & {
     screen: number | null;
   };
-  const opened = performance.now() - started;
+  const openedAt = performance.now();
   const capability = expectStatus(
     await owner.post(
       `${workspace}/computers/${session.computerId}/screens/${session.screen ?? 0}/capabilities`,
@@ -90,13 +109,34 @@ async function apiUntilFirstFrame(world: World, proxy: RunningProxy): Promise<St
   await screen.rfb.readUpdate();
   const firstFrame = performance.now() - started;
   screen.ws.close();
-  return { opened, minted, firstFrame };
+  const supervisor = stepsBetween(calls, started, openedAt);
+  return { steps: { opened: openedAt - started, minted, firstFrame, supervisor }, session };
+}
+
+/** Ends the session and suspends its computer as the idle job does (the same lifecycle call). */
+async function suspend(world: World, t: TestApi, botId: string, session: Opened): Promise<void> {
+  expectStatus(
+    await world.people.owner.post(
+      `/v1/workspaces/${world.workspaceId}/bots/${botId}/sessions/${session.sessionId}/end`,
+      { outcome: "success" },
+      { headers: { "x-session-fence": String(session.fence) } },
+    ),
+    200,
+  );
+  const computer = await t.database.db
+    .selectFrom("computers")
+    .selectAll()
+    .where("id", "=", session.computerId)
+    .executeTakeFirstOrThrow();
+  const suspended = await stopComputer(t.api.deps, computer, SYSTEM_ACTOR, "idle");
+  if (suspended.state !== "suspended") throw new Error(`the computer is ${suspended.state}, not suspended`);
 }
 
 interface Steps {
   opened: number;
   minted: number;
   firstFrame: number;
+  supervisor: ReturnType<typeof stepsBetween>;
 }
 
 const median = (values: readonly number[]) => {
@@ -108,6 +148,7 @@ const median = (values: readonly number[]) => {
 };
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
+let calls: Call[] = [];
 let supervisor: TestSupervisor | undefined;
 let t: TestApi | undefined;
 let proxy: RunningProxy | undefined;
@@ -120,7 +161,8 @@ cleanUp = async () => {
 };
 
 try {
-  supervisor = await startTestSupervisor();
+  supervisor = await startTestSupervisor({ env: { SUPERVISOR_IMAGE: IMAGE } });
+  calls = recordSupervisorCalls(supervisor.url);
   const key = randomBytes(32).toString("base64url");
   const proxyPort = String(await findFreePort());
   t = await startTestApi({
@@ -145,35 +187,79 @@ try {
   );
 
   const reference: number[] = [];
-  const steps: Steps[] = [];
+  const fresh: Steps[] = [];
+  const resumed: Steps[] = [];
   for (let i = 0; i < RUNS; i++) {
     reference.push(await dockerRunUntilVnc());
-    steps.push(await apiUntilFirstFrame(world, proxy));
+    const botId = await newBot(world);
+    const made = await apiUntilFirstFrame(world, proxy, botId);
+    fresh.push(made.steps);
+    await suspend(world, t, botId, made.session);
+    const resume = await apiUntilFirstFrame(world, proxy, botId);
+    resumed.push(resume.steps);
+    // suspended again, so that no computer left running weighs on the next runs
+    await suspend(world, t, botId, resume.session);
   }
-  const measured = steps.map((step) => step.firstFrame);
   const row = (name: string, values: number[]) => [name, ...values.map(seconds), seconds(median(values))];
-  console.log("");
-  printTable([
-    ["path (times from its start)", ...reference.map((_, i) => `run ${i + 1}`), "median"],
-    row("docker run: VNC answers", reference),
+  const split = (path: string, steps: Steps[]) => [
     row(
-      "api: session open (computer made)",
+      `${path}: session open`,
       steps.map((step) => step.opened),
     ),
+    ...ALL_STEPS.map((name) => {
+      const of = (step: Steps) => step.supervisor.get(name) ?? { ms: 0, calls: 0 };
+      const counts = [...new Set(steps.map((step) => of(step).calls))].join("/");
+      return row(
+        `  supervisor: ${name} (${counts} calls)`,
+        steps.map((step) => of(step).ms),
+      );
+    }),
     row(
-      "api: view capability minted",
+      "  the api's own work",
+      steps.map(
+        (step) =>
+          step.opened -
+          [...step.supervisor].reduce((sum, [name, s]) => (name === OTHER ? sum : sum + s.ms), 0),
+      ),
+    ),
+    row(
+      `${path}: view capability minted`,
       steps.map((step) => step.minted),
     ),
-    row("api: first frame through the proxy", measured),
+    row(
+      `${path}: first frame through the proxy`,
+      steps.map((step) => step.firstFrame),
+    ),
+  ];
+  console.log("");
+  printTable([
+    [
+      "path (times from its start; supervisor steps are durations)",
+      ...reference.map((_, i) => `run ${i + 1}`),
+      "median",
+    ],
+    row("docker run: VNC answers", reference),
+    ...split("new computer", fresh),
+    ...split("resume", resumed),
   ]);
+  const freshFrame = median(fresh.map((step) => step.firstFrame));
+  const resumeFrame = median(resumed.map((step) => step.firstFrame));
   printMeasures([
     {
       measure: "API call -> first frame of a new Docker computer",
       reference: `docker run until VNC answers ${seconds(median(reference))}`,
-      result: seconds(median(measured)),
-      ratio: times(median(measured), median(reference)),
+      result: seconds(freshFrame),
+      ratio: times(freshFrame, median(reference)),
       target: "<= 1.5x",
-      met: median(measured) <= 1.5 * median(reference),
+      met: freshFrame <= 1.5 * median(reference),
+    },
+    {
+      measure: "resume of a suspended computer -> first frame",
+      reference: "—",
+      result: seconds(resumeFrame),
+      ratio: "—",
+      target: "<= 1 s",
+      met: resumeFrame <= 1000,
     },
   ]);
 } catch (error) {
