@@ -16,6 +16,9 @@ import { startApiProcess, startDesktop, startProxyProcess, startWebsockify, stop
 import { printProfileSummary } from "./profile.ts";
 
 const SOCKETS = envInteger("BENCH_SOCKETS", 50, 1, 1_000);
+// websockify is only the comparison here (a process per socket by default): more of them would cost
+// gigabytes and minutes and say nothing new about the proxy.
+const WEBSOCKIFY_SOCKETS = Math.min(SOCKETS, 200);
 const WARMUP_SECONDS = 1;
 const THROUGHPUT_SECONDS = envInteger("BENCH_PROXY_SECONDS", 4, 1, 600);
 const LATENCY_SAMPLES = envInteger("BENCH_PROXY_ROUND_TRIPS", 300, 4, 100_000);
@@ -28,6 +31,21 @@ const DEADLINE_MS = envInteger("BENCH_PROXY_DEADLINE_S", 150, 10, 7_200) * 1000;
 const PROFILE = envInteger("BENCH_PROXY_CPU_PROF", 0, 0, 1) === 1;
 
 const abort = onAbort("bench:proxy", DEADLINE_MS, stopAll);
+
+/**
+ * The proxy holds two descriptors per socket (browser, screen) and the bench one; children inherit
+ * this process's limit, so a low one (Debian's default soft limit is 1,024) would refuse sockets
+ * with EMFILE halfway instead of measuring.
+ */
+async function checkOpenFileLimit(): Promise<void> {
+  const limits = await readFile("/proc/self/limits", "utf8");
+  const soft = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1] ?? Number.POSITIVE_INFINITY);
+  const needed = 2 * SOCKETS + 200;
+  if (soft < needed)
+    throw new Error(
+      `BENCH_SOCKETS=${SOCKETS} needs about ${needed} open files; raise the limit (ulimit -n ${needed})`,
+    );
+}
 
 interface Speed {
   name: string;
@@ -97,16 +115,18 @@ interface MemoryRow {
   server: string;
   /** How it serves connections, and so what was measured. */
   shape: string;
+  sockets: number;
   memory: SocketMemory;
 }
 
 const perSocket = (row: MemoryRow, stage: "handshaken" | "updated", field: "rssKiB" | "pssKiB") =>
-  (row.memory[stage][field] - row.memory.before[field]) / SOCKETS;
+  (row.memory[stage][field] - row.memory.before[field]) / row.sockets;
 
 function printMemory(rows: readonly MemoryRow[]): void {
   const [proxy, ...others] = rows as [MemoryRow, ...MemoryRow[]];
   console.log(
-    `\nMemory per socket: ${SOCKETS} view sockets open at once; KiB per socket = (with them open - ` +
+    `\nMemory per socket: ${SOCKETS} view sockets open at once in the proxy (${WEBSOCKIFY_SOCKETS} in ` +
+      "each websockify); KiB per socket = (with them open - " +
       "before) / sockets, where before = after one warm-up socket came and went, measured once all are " +
       "past their handshake, and again once each has also had one whole-screen update. RSS sums VmRSS " +
       "over the processes measured (a page shared by forked processes counts once in each); PSS sums " +
@@ -200,6 +220,7 @@ const loadAverage = async () => (await readFile("/proc/loadavg", "utf8")).split(
 // Kept after the run: the profile opens as a flame graph in Chrome DevTools or speedscope.
 const profileDir = PROFILE ? await mkdtemp(join(tmpdir(), "cubicle-bench-proxy-profile-")) : undefined;
 try {
+  await checkOpenFileLimit();
   const capabilityKey = randomBytes(32).toString("base64url");
   const [desktop, api] = await Promise.all([startDesktop(), startApiProcess(capabilityKey)]);
   const websockify = await startWebsockify(desktop.port);
@@ -231,17 +252,24 @@ try {
       server: "proxy",
       // Alone: tsx may keep an esbuild service as a child, which is no part of the proxy.
       shape: "its node process",
+      sockets: SOCKETS,
       memory: await socketMemory(paths[2], { pid: proxy.pid, alone: true }, SOCKETS),
     },
     {
       server: "websockify",
       shape: "process tree, a fork per socket (default)",
-      memory: await socketMemory(paths[1], websockify, SOCKETS),
+      sockets: WEBSOCKIFY_SOCKETS,
+      memory: await socketMemory(paths[1], websockify, WEBSOCKIFY_SOCKETS),
     },
     {
       server: "websockify --libserver",
       shape: "one process, a thread per socket",
-      memory: await socketMemory(websockifyPath(threadedWebsockify.port), threadedWebsockify, SOCKETS),
+      sockets: WEBSOCKIFY_SOCKETS,
+      memory: await socketMemory(
+        websockifyPath(threadedWebsockify.port),
+        threadedWebsockify,
+        WEBSOCKIFY_SOCKETS,
+      ),
     },
   ];
   const speeds = await measureSpeeds(paths);

@@ -39,6 +39,16 @@ export class ByteReader {
     });
   }
 
+  /** Consumes `bytes` without gathering them into one buffer: for payloads that are only counted. */
+  async skip(bytes: number): Promise<void> {
+    for (let left = bytes; left > 0; ) {
+      // Never more than the first buffered chunk holds, so that nothing is copied.
+      const step = Math.min(left, this.#chunks[0]?.length ?? 1);
+      await this.read(step);
+      left -= step;
+    }
+  }
+
   async readU32(): Promise<number> {
     return (await this.read(4)).readUInt32BE(0);
   }

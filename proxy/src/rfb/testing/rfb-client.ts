@@ -35,7 +35,7 @@ export interface Rectangle {
   width: number;
   height: number;
   encoding: number;
-  /** Raw pixel data, `width * height * bitsPerPixel / 8` bytes. */
+  /** Raw pixel data, `width * height * bitsPerPixel / 8` bytes, unless the client discards pixels. */
   pixels?: Buffer;
 }
 
@@ -49,6 +49,8 @@ export interface RfbClientOptions {
   /** The RFB version to ask for; default 3.8. */
   version?: RfbMinorVersion;
   shared?: boolean;
+  /** Reads Raw pixels past without keeping them (a benchmark's client, which only counts bytes). */
+  discardPixels?: boolean;
 }
 
 export class RfbClient {
@@ -56,10 +58,12 @@ export class RfbClient {
   width: number;
   height: number;
   #bytesPerPixel: number;
+  readonly #discardPixels: boolean;
   readonly #stream: Duplex;
   readonly #reader: ByteReader;
 
-  private constructor(stream: Duplex, reader: ByteReader, serverInit: ServerInit) {
+  private constructor(stream: Duplex, reader: ByteReader, serverInit: ServerInit, discardPixels: boolean) {
+    this.#discardPixels = discardPixels;
     this.#stream = stream;
     this.#reader = reader;
     this.serverInit = serverInit;
@@ -102,7 +106,7 @@ export class RfbClient {
       pixelFormat: parsePixelFormat(fixed.subarray(4, 20)),
       name: (await reader.read(fixed.readUInt32BE(20))).toString("utf8"),
     };
-    return new RfbClient(stream, reader, serverInit);
+    return new RfbClient(stream, reader, serverInit, options.discardPixels ?? false);
   }
 
   send(bytes: Uint8Array): void {
@@ -205,7 +209,9 @@ export class RfbClient {
         encoding: header.readInt32BE(8),
       };
       if (rectangle.encoding === Encoding.Raw) {
-        rectangle.pixels = await this.#reader.read(rectangle.width * rectangle.height * this.#bytesPerPixel);
+        const size = rectangle.width * rectangle.height * this.#bytesPerPixel;
+        if (this.#discardPixels) await this.#reader.skip(size);
+        else rectangle.pixels = await this.#reader.read(size);
       } else if (rectangle.encoding === Encoding.CopyRect) {
         await this.#reader.read(4);
       } else if (rectangle.encoding === Encoding.DesktopSize) {
