@@ -1,8 +1,9 @@
 /**
  * `npm run bench:checkpoint`: a synthetic home (default ~200 MB / 5,000 files; up to 500 MB /
  * 10,000 and beyond with BENCH_CHECKPOINT_MB and BENCH_CHECKPOINT_FILES) checkpointed into the
- * file store from `tar -C <home> -c .`, as a provider's export gives it: a full checkpoint, an
- * incremental one of the unchanged home, and one after changing 1 % of the files. Each is shown
+ * file store as the api takes it from a provider that lists homes (the desktop provider's `find`
+ * listing, then `tar -T` of what the store asks for): a full checkpoint, one of the unchanged
+ * home (which reads no file), and one after changing 1 % of the files. Each is shown
  * next to `tar -c <home> | sha256sum` of the same home, measured in the same run.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -10,12 +11,12 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { outputOf } from "@cubicle/providers/kernel";
 import {
   createCheckpointSealing,
   createFileCheckpointStore,
   type RevisionInfo,
 } from "../../api/src/checkpoints/store/index.ts";
+import { changesOf } from "../../api/src/checkpoints/store/test-support.ts";
 import { onAbort } from "../abort.ts";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { buildHome, changeFiles } from "./home.ts";
@@ -61,22 +62,6 @@ async function tarAndHash(home: string): Promise<number> {
   return performance.now() - started;
 }
 
-/** The home as a provider exports it: `tar -C <home> -c .`, as a Web stream. */
-function exportHome(home: string): ReadableStream<Uint8Array> {
-  const tar = spawn("tar", ["-C", home, "--numeric-owner", "-cf", "-", "."], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const exited = track(tar);
-  return outputOf(
-    tar,
-    async () => {
-      const code = await exited;
-      return code === 0 ? null : new Error(`tar exited ${code}`);
-    },
-    { cancel: () => tar.kill("SIGKILL") },
-  );
-}
-
 interface Row {
   name: string;
   ms: number;
@@ -111,7 +96,9 @@ try {
       workspaceId: "bench",
       parentId,
       reason: "manual",
-      tar: exportHome(homeDir),
+      // as the api takes it from a provider with listHome (the desktop provider's way): `find`
+      // lists the home, `tar -T` reads what the store asks for
+      changes: changesOf(homeDir),
     });
     rows.push({ name, ms: performance.now() - started, baselineMs, revision });
     return revision;

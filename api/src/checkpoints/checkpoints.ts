@@ -253,12 +253,18 @@ export class Checkpoints implements MachineCheckpoints {
         .orderBy("created_at", "desc")
         .orderBy("id", "desc")
         .executeTakeFirst();
+      const { provider, ref } = machine;
       const info = await this.store.write({
         homeKey: computer.home_key,
         workspaceId: computer.workspace_id,
         parentId: parent?.id ?? null,
         reason,
-        tar: failWhenIdle(await machine.provider.exportHome(machine.ref), EXPORT_IDLE_MS),
+        // read only where it may have changed since the parent revision, when the machine lists
+        changes: {
+          list: async () => (await provider.listHome?.(ref)) ?? null,
+          read: async (paths) =>
+            failWhenIdle(await provider.exportHome(ref, paths ? { paths } : undefined), EXPORT_IDLE_MS),
+        },
       });
       if (
         unlessSameAs &&

@@ -27,6 +27,35 @@ export interface Provisioned {
 
 export type MachineStatus = "running" | "stopped" | "missing";
 
+/** One entry of a home as `listHome` sees it. */
+export interface HomeListingEntry {
+  /** Home-relative; "." is the home itself. */
+  path: string;
+  type: "file" | "directory" | "symlink" | "other";
+  /**
+   * Device, inode, status change time, modification time, size and mode as the machine reports
+   * them: equal stamps mean the entry was not written, replaced, renamed onto or chmod-ed since.
+   * The change time is what makes it trustworthy: writing a file sets it to the kernel's clock,
+   * and nobody in the machine can set it back (unlike the modification time, which `touch -d`,
+   * `cp -p` and tar restore).
+   */
+  stamp: string;
+  /** The status change time, in seconds since the epoch on the machine's clock. */
+  changedAt: number;
+  /** The modification time, in seconds since the epoch. */
+  modifiedAt: number;
+  /** Permission bits (setuid, setgid and sticky included). */
+  mode: number;
+  /** A symlink's target. */
+  target?: string;
+}
+
+export interface HomeListing {
+  /** The machine's clock when the listing began, in seconds since the epoch. */
+  listedAt: number;
+  entries: HomeListingEntry[];
+}
+
 export interface ProviderCapabilities {
   graphical: boolean;
   maxScreens: number;
@@ -147,8 +176,19 @@ export interface SandboxProvider {
   ): Promise<void>;
   deleteFile(ref: MachineRef, path: string): Promise<void>;
 
-  /** The whole home as a tar stream (paths relative to the home). */
-  exportHome(ref: MachineRef): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * The whole home as a tar stream (paths relative to the home). With `paths` (home-relative,
+   * "." the home itself), only those entries, each alone (a folder without its contents); one
+   * gone meanwhile is left out.
+   */
+  exportHome(ref: MachineRef, options?: { paths?: readonly string[] }): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * Every entry of the home now with its stamp (HomeListing), for an export of only what may have
+   * changed (`exportHome` with `paths`, which a backend with `listHome` supports); null when the
+   * machine cannot be listed now (the caller exports the whole home instead). Backends without it
+   * are always exported whole.
+   */
+  listHome?(ref: MachineRef): Promise<HomeListing | null>;
   /**
    * Replace the home's contents with the tar stream's, atomically: on failure the old contents
    * stay. Once the archive is extracted, and before anything is swapped, the machine's browsers are

@@ -3,19 +3,32 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
-import { ProviderError } from "../contract/index.ts";
+import { type HomeListing, ProviderError } from "../contract/index.ts";
 import { outputOf } from "../kernel/child-output.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
+import {
+  PATHS_TAR_ARGS,
+  parseStampedListing,
+  pathsInput,
+  stampedListingFindArgs,
+  tarLeftOutUnreadable,
+} from "../kernel/home-listing.ts";
 import { closeBrowsers } from "./browsers.ts";
 import type { Machine } from "./machines.ts";
 import { computerEnvironment, describeExit, type Exit, exitOf, isRunning, killGroup } from "./processes.ts";
 
-function startTar(machine: Machine, tar: string, args: string[], stdin: "ignore" | "pipe"): ChildProcess {
+/** tar (or find) as the machine's process: its group is ended with the machine. */
+function startTar(
+  machine: Machine,
+  tar: string,
+  args: string[],
+  stdio: { input: boolean; output: boolean },
+): ChildProcess {
   const child = spawn(tar, args, {
     cwd: machine.homesDir,
     env: computerEnvironment(machine.files.home),
     detached: true,
-    stdio: [stdin, stdin === "pipe" ? "ignore" : "pipe", "pipe"],
+    stdio: [stdio.input ? "pipe" : "ignore", stdio.output ? "pipe" : "ignore", "pipe"],
   });
   machine.groups.add(child);
   void exitOf(child).then(() => machine.groups.delete(child));
@@ -41,14 +54,28 @@ function failure(what: string, exit: Exit, stderr: string): ProviderError {
  * The home as a tar stream. Built on pull rather than Readable.toWeb so that a tar that fails
  * after writing some output errors the stream instead of ending it as if it were complete.
  */
-export function exportHome(machine: Machine, tar: string, faults?: FaultPlan): ReadableStream<Uint8Array> {
+export function exportHome(
+  machine: Machine,
+  tar: string,
+  faults?: FaultPlan,
+  paths?: readonly string[],
+): ReadableStream<Uint8Array> {
   const breakAfterFirstChunk = faults?.take("export") ?? false;
-  const child = startTar(
-    machine,
-    tar,
-    ["-C", machine.files.home, "--numeric-owner", "-cf", "-", "."],
-    "ignore",
-  );
+  const home = machine.files.home;
+  const child = paths
+    ? startTar(machine, tar, ["-C", home, "--numeric-owner", ...PATHS_TAR_ARGS, "-cf", "-"], {
+        input: true,
+        output: true,
+      })
+    : startTar(machine, tar, ["-C", home, "--numeric-owner", "-cf", "-", "."], {
+        input: false,
+        output: true,
+      });
+  if (paths) {
+    // a tar that fails early makes the write fail with EPIPE; its exit status tells the story
+    child.stdin?.on("error", () => undefined);
+    child.stdin?.end(pathsInput(paths));
+  }
   const stderr = collectStderr(child);
   const exited = exitOf(child);
   let broken = false;
@@ -57,6 +84,7 @@ export function exportHome(machine: Machine, tar: string, faults?: FaultPlan): R
     async () => {
       if (broken) return new ProviderError("PROVIDER_FAILURE", "home export failed: tar died mid-stream");
       const exit = await exited;
+      if (paths && tarLeftOutUnreadable(stderr())) return failure("home export failed", exit, stderr());
       // 1 is GNU tar's "a file changed while it was read": the archive is still whole
       return exit.code === 0 || exit.code === 1 ? null : failure("home export failed", exit, stderr());
     },
@@ -70,6 +98,21 @@ export function exportHome(machine: Machine, tar: string, faults?: FaultPlan): R
       },
     },
   );
+}
+
+/** Every entry of the home with its stamp, listed by `find` (stampedListingFindArgs). */
+export async function listHome(machine: Machine): Promise<HomeListing> {
+  const listedAt = Date.now() / 1000;
+  const child = startTar(machine, "find", stampedListingFindArgs(machine.files.home), {
+    input: false,
+    output: true,
+  });
+  const stderr = collectStderr(child);
+  const chunks: Buffer[] = [];
+  child.stdout?.on("data", (chunk: Buffer) => chunks.push(chunk));
+  const exit = await exitOf(child);
+  if (exit.code !== 0) throw failure("listing the home failed", exit, stderr());
+  return parseStampedListing(Buffer.concat(chunks), listedAt);
 }
 
 /** Writes the whole stream into tar's stdin; stops early once tar has exited. */
@@ -119,7 +162,10 @@ export async function importHome(
   const home = machine.files.home;
   const temp = await fs.mkdtemp(join(machine.homesDir, `.${machine.homeKey}.import-`));
   // -p keeps the archived modes (exec bits); owners are never taken from the archive
-  const child = startTar(machine, tar, ["-C", temp, "-xpf", "-", "--no-same-owner"], "pipe");
+  const child = startTar(machine, tar, ["-C", temp, "-xpf", "-", "--no-same-owner"], {
+    input: true,
+    output: false,
+  });
   const stderr = collectStderr(child);
   const exited = exitOf(child);
   const stdin = child.stdin;

@@ -16,7 +16,7 @@ import { checkControlPassword } from "../kernel/control-password.ts";
 import { OPEN_EGRESS_ONLY, setOpenEgress } from "../kernel/egress.ts";
 import type { FaultPlan } from "../kernel/faults.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
-import { exportHome, importHome } from "./archive.ts";
+import { exportHome, importHome, listHome } from "./archive.ts";
 import { closeBrowsers, settleBrowsers } from "./browsers.ts";
 import { runCommand } from "./commands.ts";
 import { deleteFile, listFiles, readFile, writeFile } from "./files.ts";
@@ -199,7 +199,9 @@ export function createDesktopProvider(options: DesktopProviderOptions): DesktopP
       writeFile(registry.require(ref).files, path, data, writeOptions),
     deleteFile: async (ref, path) => deleteFile(registry.require(ref).files, path),
 
-    exportHome: async (ref) => exportHome(registry.require(ref), tools.tar, options.faults),
+    exportHome: async (ref, exportOptions) =>
+      exportHome(registry.require(ref), tools.tar, options.faults, exportOptions?.paths),
+    listHome: async (ref) => listHome(registry.require(ref)),
     importHome: async (ref, tar) => importHome(registry.require(ref), tools.tar, tar, options.faults),
 
     settleBrowsers: async (ref) => settleBrowsers(registry.require(ref).files.home),

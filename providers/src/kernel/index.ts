@@ -7,6 +7,7 @@ export * from "./control-password.ts";
 export * from "./egress.ts";
 export * from "./faults.ts";
 export * from "./home-archive.ts";
+export * from "./home-listing.ts";
 export * from "./home-path.ts";
 export * from "./home-scripts.ts";
 export * from "./launch.ts";

@@ -6,6 +6,7 @@ import {
   vncMovePointer,
   watchVncClipboard,
 } from "@cubicle/supervisor/testing/vnc";
+import { extract } from "tar-stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   BROWSER_SETTLE_MS,
@@ -15,6 +16,7 @@ import {
   type EgressPolicy,
   EXIT_ABORTED,
   EXIT_TIMED_OUT,
+  type HomeListing,
   type MachineRef,
   OUTPUT_TRUNCATED_MARKER,
   type SandboxProvider,
@@ -447,6 +449,51 @@ export function conformanceSuite(
 
           const tool = await collectRun(p, target, { command: "./bin/tool.sh", timeoutMs: 5_000 });
           expect(tool.stdout, tool.stderr).toBe("tool\n");
+        },
+        CASE_TIMEOUT_MS,
+      );
+
+      it(
+        "lists the home with stamps a rewrite changes, and exports only the entries it is asked for",
+        async () => {
+          const p = provider();
+          // a backend without a listing is always exported whole (the case above)
+          if (!p.listHome) return;
+          const ref = await machines.fresh();
+          await p.writeFile(ref, "keep.txt", bytes("keep\n"));
+          await p.writeFile(ref, "dir/change.txt", bytes("AAAA"));
+          await p.writeFile(ref, "gone.txt", bytes("x"));
+          const byPath = (listing: HomeListing | null) => {
+            if (!listing) throw new Error("a running machine was not listed");
+            return new Map(listing.entries.map((entry) => [entry.path, entry]));
+          };
+          const first = byPath(await p.listHome(ref));
+          expect([first.get(".")?.type, first.get("dir")?.type, first.get("keep.txt")?.type]).toEqual([
+            "directory",
+            "directory",
+            "file",
+          ]);
+
+          await p.writeFile(ref, "dir/change.txt", bytes("BBBB"));
+          await p.deleteFile(ref, "gone.txt");
+          const second = byPath(await p.listHome(ref));
+          expect(second.get("keep.txt")?.stamp).toBe(first.get("keep.txt")?.stamp);
+          expect(second.get("dir/change.txt")?.stamp).not.toBe(first.get("dir/change.txt")?.stamp);
+          expect(second.has("gone.txt")).toBe(false);
+
+          // a folder alone, without its contents; a path gone meanwhile left out
+          const tar = await readStream(await p.exportHome(ref, { paths: ["dir", "keep.txt", "gone.txt"] }));
+          const names: string[] = [];
+          const parser = extract();
+          const parsed = (async () => {
+            for await (const entry of parser) {
+              names.push(entry.header.name);
+              entry.resume();
+            }
+          })();
+          parser.end(Buffer.from(tar));
+          await parsed;
+          expect(names).toEqual(["./dir/", "./keep.txt"]);
         },
         CASE_TIMEOUT_MS,
       );

@@ -13,6 +13,7 @@ export {
   type CheckpointStore,
   CheckpointStoreError,
   type CheckpointStoreErrorCode,
+  type HomeChanges,
   type RevisionInfo,
   type WriteRevisionInput,
 } from "./types.ts";

@@ -11,7 +11,20 @@ export const ROOT_PATH = ".";
 
 export type ManifestEntry =
   | { path: string; type: "directory"; mode: number; mtime: number }
-  | { path: string; type: "file"; mode: number; mtime: number; size: number; address: string }
+  | {
+      path: string;
+      type: "file";
+      mode: number;
+      mtime: number;
+      size: number;
+      address: string;
+      /**
+       * The file's stamp when it was listed before being read (HomeListingEntry), when it was
+       * listed and not changed in the moments before: a later listing with the same stamp reuses
+       * this entry unread. Not part of the revision's checksum, which is about contents.
+       */
+      stamp?: string;
+    }
   | { path: string; type: "symlink"; mode: number; mtime: number; target: string };
 
 /** A revision on disk: its description and its sorted entries. */

@@ -6,7 +6,14 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { outputOf } from "@cubicle/providers/kernel";
+import {
+  outputOf,
+  PATHS_TAR_ARGS,
+  parseStampedListing,
+  pathsInput,
+  stampedListingFindArgs,
+} from "@cubicle/providers/kernel";
+import type { HomeChanges } from "./types.ts";
 
 /** ENCRYPTION_KEY and a previous one, as the store's tests seal with them. */
 export const TEST_ENCRYPTION_KEYS = {
@@ -28,6 +35,53 @@ export function tarOf(dir: string): ReadableStream<Uint8Array> {
   return outputOf(child, async () => ((await exited) === 0 ? null : new Error(`tar exited: ${stderr}`)), {
     cancel: () => child.kill("SIGKILL"),
   });
+}
+
+/** What an incremental export of a home asked for, and how it answered. */
+export interface ListedHome extends HomeChanges {
+  /** The paths each read asked for. */
+  asked: string[][];
+}
+
+/**
+ * The home at `dir` as a provider with `listHome` gives it: listed by `find`, then the entries the
+ * store asks for archived by `tar -T`, as the desktop provider does. `meanwhile` runs between the
+ * two, or (with `afterRead`) once tar has read everything, the archive held until then.
+ */
+export function changesOf(
+  dir: string,
+  options: { meanwhile?: () => Promise<void>; afterRead?: boolean } = {},
+): ListedHome {
+  const asked: string[][] = [];
+  return {
+    asked,
+    async list() {
+      const listedAt = Date.now() / 1000;
+      const find = spawn("find", stampedListingFindArgs(dir), { stdio: ["ignore", "pipe", "inherit"] });
+      const chunks: Buffer[] = [];
+      find.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const code = await new Promise<number | null>((done) => find.once("close", done));
+      if (code !== 0) throw new Error(`find exited ${code}`);
+      return parseStampedListing(Buffer.concat(chunks), listedAt);
+    },
+    async read(paths) {
+      if (paths === null) throw new Error("a listed home is read in part");
+      asked.push([...paths]);
+      if (!options.afterRead) await options.meanwhile?.();
+      const child = spawn("tar", ["-C", dir, "--numeric-owner", ...PATHS_TAR_ARGS, "-cf", "-"], {
+        stdio: ["pipe", "pipe", "inherit"],
+      });
+      child.stdin.end(pathsInput(paths));
+      const exited = new Promise<number | null>((done) => child.once("close", done));
+      const tar = outputOf(child, async () => ((await exited) === 0 ? null : new Error("tar failed")), {
+        cancel: () => child.kill("SIGKILL"),
+      });
+      if (!options.afterRead) return tar;
+      const whole = await collect(tar);
+      await options.meanwhile?.();
+      return new Blob([new Uint8Array(whole)]).stream();
+    },
+  };
 }
 
 /** Extracts a tar stream into `dir` with `tar -xpf -`, as a provider's importHome would. */

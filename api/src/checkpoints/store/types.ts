@@ -1,4 +1,5 @@
 import type { CheckpointReason } from "@cubicle/db";
+import type { HomeListing } from "@cubicle/providers/contract";
 
 // Why a revision was taken: the domain's vocabulary, owned by the database schema.
 export { CHECKPOINT_REASONS, type CheckpointReason } from "@cubicle/db";
@@ -21,22 +22,42 @@ export interface RevisionInfo {
   newBytes: number;
 }
 
-export interface WriteRevisionInput {
+export interface RevisionDescription {
   homeKey: string;
   /** The workspace the home belongs to: its contents are addressed with its own key. */
   workspaceId: string;
   parentId: string | null;
   reason: CheckpointReason;
-  /** The home as a tar stream, as a provider's exportHome gives it (paths relative to the home). */
-  tar: ReadableStream<Uint8Array>;
 }
+
+/**
+ * A home to be listed (a provider's listHome) and read in part (its exportHome with `paths`):
+ * files whose stamp is the one the parent revision recorded for them are taken from it unread,
+ * everything else is read. The listing is taken while the parent revision is loaded.
+ */
+export interface HomeChanges {
+  /** The home listed now, or null when it cannot be (it is then read whole). */
+  list(): Promise<HomeListing | null>;
+  /** The named entries alone as a tar stream (as exportHome gives them), or with null the whole home. */
+  read(paths: readonly string[] | null): Promise<ReadableStream<Uint8Array>>;
+}
+
+export type WriteRevisionInput = RevisionDescription &
+  (
+    | {
+        /** The whole home as a tar stream, as a provider's exportHome gives it (paths relative to the home). */
+        tar: ReadableStream<Uint8Array>;
+        changes?: never;
+      }
+    | { changes: HomeChanges; tar?: never }
+  );
 
 /**
  * Where revisions of homes live. The filesystem store is the first; an object store can sit
  * beside it behind the same interface.
  */
 export interface CheckpointStore {
-  /** Reads a home as a tar stream and stores it as a new immutable revision. */
+  /** Reads a home (whole, or what may have changed since its parent) and stores it as a new immutable revision. */
   write(input: WriteRevisionInput): Promise<RevisionInfo>;
   /** The revision as a tar stream: same paths, types, modes, contents and link targets. */
   read(homeKey: string, revisionId: string): Promise<ReadableStream<Uint8Array>>;
