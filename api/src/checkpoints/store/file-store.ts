@@ -230,7 +230,7 @@ export function createFileCheckpointStore(
           buffered.push(chunk);
           if (size > IN_MEMORY_LIMIT) {
             spilled = true;
-            objects.open(tempFile);
+            await objects.open(tempFile);
             await objects.write(tempFile, sealer.update(Buffer.concat(buffered)));
             buffered.length = 0;
           }
@@ -238,7 +238,7 @@ export function createFileCheckpointStore(
       }
       const address = addressing.digest("hex");
       if (claimed.has(address) || existsSync(objectPath(address))) {
-        if (spilled) objects.close(tempFile, { remove: true });
+        if (spilled) await objects.close(tempFile, { remove: true });
         return { address, size };
       }
       claimed.add(address);
@@ -247,7 +247,7 @@ export function createFileCheckpointStore(
       buffered.length = 0;
       if (spilled) {
         await objects.write(tempFile, rest);
-        objects.close(tempFile, { remove: false });
+        await objects.close(tempFile, { remove: false });
       } else {
         await objects.file(tempFile, rest);
       }
@@ -349,7 +349,7 @@ export function createFileCheckpointStore(
       if (fresh.length > 0) {
         // contents first, then their names: an object is never found under its address unwritten
         await syncFileSystem(temp);
-        objects.move(fresh.map(({ tempFile, address }) => [tempFile, objectPath(address)]));
+        for (const { tempFile, address } of fresh) await objects.move(tempFile, objectPath(address));
         await objects.finish();
       }
     } finally {

@@ -1,10 +1,10 @@
 import { Worker } from "node:worker_threads";
 
 /**
- * The worker's side, plain JavaScript so it runs without the TypeScript loader: file calls done
- * in order, synchronously (each is a small write into the page cache; the thread pool's hand-offs
- * made them several times slower), each write answered with its size so the sender can bound
- * what is queued. After a failure it does nothing more and says so at `finish`.
+ * The worker's side, plain JavaScript so it runs without the TypeScript loader: batches of file
+ * calls done in order, synchronously (each is a small write into the page cache; the thread
+ * pool's hand-offs made them several times slower), each batch answered with its size so the
+ * sender can bound what is queued. After a failure it does nothing more and says so at `finish`.
  */
 const WORKER_SOURCE = `
 const { parentPort } = require("node:worker_threads");
@@ -12,48 +12,58 @@ const fs = require("node:fs");
 const path = require("node:path");
 const open = new Map();
 let failed = null;
-parentPort.on("message", (m) => {
-  if (m.op === "finish") {
+function apply(m) {
+  switch (m.op) {
+    case "file":
+      fs.writeFileSync(m.path, m.data, { flag: "wx" });
+      break;
+    case "open":
+      open.set(m.path, fs.openSync(m.path, "wx"));
+      break;
+    case "write":
+      fs.writeSync(open.get(m.path), m.data);
+      break;
+    case "close":
+      fs.closeSync(open.get(m.path));
+      open.delete(m.path);
+      if (m.remove) fs.rmSync(m.path, { force: true });
+      break;
+    case "move":
+      fs.mkdirSync(path.dirname(m.to), { recursive: true });
+      fs.renameSync(m.path, m.to);
+      break;
+  }
+}
+parentPort.on("message", (batch) => {
+  if (batch.finish) {
     parentPort.postMessage({ op: "finished", error: failed });
     return;
   }
-  let bytes = m.data ? m.data.byteLength : 0;
   try {
-    if (failed) return;
-    switch (m.op) {
-      case "file":
-        fs.writeFileSync(m.path, m.data, { flag: "wx" });
-        break;
-      case "open":
-        open.set(m.path, fs.openSync(m.path, "wx"));
-        break;
-      case "write":
-        fs.writeSync(open.get(m.path), m.data);
-        break;
-      case "close":
-        fs.closeSync(open.get(m.path));
-        open.delete(m.path);
-        if (m.remove) fs.rmSync(m.path, { force: true });
-        break;
-      case "move":
-        for (const [from, to] of m.moves) {
-          fs.mkdirSync(path.dirname(to), { recursive: true });
-          fs.renameSync(from, to);
-        }
-        break;
-    }
+    if (!failed) for (const m of batch.ops) apply(m);
   } catch (error) {
     failed = { code: error.code, message: error.message };
     for (const fd of open.values()) fs.closeSync(fd);
     open.clear();
   } finally {
-    if (bytes > 0) parentPort.postMessage({ op: "written", bytes });
+    parentPort.postMessage({ op: "written", bytes: batch.bytes });
   }
 });
 `;
 
 /** Bytes handed to the worker and not yet written, past which the sender waits. */
 const QUEUED_LIMIT = 32 * 1024 * 1024;
+/** Calls sent together: a message each cost more than writing a small object. */
+const BATCH_BYTES = 1024 * 1024;
+const BATCH_CALLS = 256;
+
+interface Call {
+  op: "file" | "open" | "write" | "close" | "move";
+  path: string;
+  data?: Uint8Array;
+  remove?: boolean;
+  to?: string;
+}
 
 interface Finished {
   op: "finished";
@@ -97,35 +107,36 @@ export class ObjectWriter {
 
   /** A whole object in one call. */
   file(path: string, data: Buffer): Promise<void> {
-    return this.send({ op: "file", path }, data);
+    return this.add({ op: "file", path, data });
   }
 
-  open(path: string): void {
-    this.worker.postMessage({ op: "open", path });
+  open(path: string): Promise<void> {
+    return this.add({ op: "open", path });
   }
 
   async write(path: string, data: Buffer): Promise<void> {
-    if (data.byteLength > 0) await this.send({ op: "write", path }, data);
+    if (data.byteLength > 0) await this.add({ op: "write", path, data });
   }
 
-  close(path: string, options: { remove: boolean }): void {
-    this.worker.postMessage({ op: "close", path, remove: options.remove });
+  close(path: string, options: { remove: boolean }): Promise<void> {
+    return this.add({ op: "close", path, remove: options.remove });
   }
 
-  /** Renames each `[from, to]`, making `to`'s folder first. */
-  move(moves: [string, string][]): void {
-    this.worker.postMessage({ op: "move", moves });
+  /** Renames `path` to `to`, making `to`'s folder first. */
+  move(path: string, to: string): Promise<void> {
+    return this.add({ op: "move", path, to });
   }
 
   /** Waits until everything sent is done; throws the first failure (with its errno code). */
   async finish(): Promise<void> {
     if (this.exited) throw this.exited;
+    this.flush();
     if (!this.started) return;
     const message = await new Promise<Finished>((done, fail) => {
       this.finished = done;
       this.wake = null;
       this.worker.once("exit", () => fail(this.exited));
-      this.worker.postMessage({ op: "finish" });
+      this.worker.postMessage({ finish: true });
     });
     if (message.error) {
       throw Object.assign(new Error(message.error.message), { code: message.error.code });
@@ -136,19 +147,38 @@ export class ObjectWriter {
     await this.started?.terminate();
   }
 
-  private async send(message: Record<string, unknown>, data: Uint8Array): Promise<void> {
+  private batch: Call[] = [];
+  private batchBytes = 0;
+  private transfers: ArrayBuffer[] = [];
+
+  private async add(call: Call): Promise<void> {
     if (this.exited) throw this.exited;
-    // handed over, not copied, when the buffer is the whole of its memory (never Buffer's pool,
-    // nor an empty buffer, which may be shared)
-    const own = data.byteLength > 0 && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
-    const bytes = own ? data : new Uint8Array(data);
-    this.queued += bytes.byteLength;
-    this.worker.postMessage({ ...message, data: bytes }, [bytes.buffer as ArrayBuffer]);
+    if (call.data) {
+      // handed over, not copied, when the buffer is the whole of its memory (never Buffer's pool,
+      // nor an empty buffer, which may be shared)
+      const data = call.data;
+      const own = data.byteLength > 0 && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+      call.data = own ? data : new Uint8Array(data);
+      this.transfers.push(call.data.buffer as ArrayBuffer);
+      this.batchBytes += call.data.byteLength;
+    }
+    this.batch.push(call);
+    if (this.batchBytes < BATCH_BYTES && this.batch.length < BATCH_CALLS) return;
+    this.flush();
     while (this.queued > QUEUED_LIMIT && !this.exited) {
       await new Promise<void>((done) => {
         this.wake = done;
       });
     }
+  }
+
+  private flush(): void {
+    if (this.batch.length === 0) return;
+    this.queued += this.batchBytes;
+    this.worker.postMessage({ ops: this.batch, bytes: this.batchBytes }, this.transfers);
+    this.batch = [];
+    this.batchBytes = 0;
+    this.transfers = [];
   }
 
   private release(): void {
