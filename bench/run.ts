@@ -36,19 +36,28 @@ const BENCHES: { name: string; script: string; short: Size; full: Size }[] = [
     },
   },
   {
+    name: "screen",
+    script: "screen/run.ts",
+    short: { BENCH_SCREEN_SECONDS: "5", BENCH_SCREEN_VIEWERS: "50", BENCH_SCREEN_ANSWERS: "4" },
+    full: {
+      BENCH_SCREEN_SECONDS: "20",
+      BENCH_SCREEN_VIEWERS: "50",
+      BENCH_SCREEN_ANSWERS: "10",
+      BENCH_SCREEN_DEADLINE_S: "900",
+    },
+  },
+  {
+    name: "api",
+    script: "api/run.ts",
+    short: { BENCH_API_SECONDS: "30" },
+    full: { BENCH_API_SECONDS: "120", BENCH_API_DEADLINE_S: "900" },
+  },
+  {
     name: "first-frame",
     script: "first-frame/run.ts",
     short: { BENCH_FIRST_FRAME_RUNS: "2" },
     full: { BENCH_FIRST_FRAME_RUNS: "5", BENCH_FIRST_FRAME_DEADLINE_S: "1200" },
   },
-];
-
-/** Issue 21's measures no bench takes yet: listed so that the summary shows what is still open. */
-const NOT_MEASURED: { measure: string; reference: string; target: string }[] = [
-  { measure: "one screen watched by 50 viewers", reference: "one viewer", target: "fps within 10 %" },
-  { measure: "resume of a suspended computer -> first frame", reference: "—", target: "<= 1 s" },
-  { measure: "frames per second while a video plays", reference: "x11vnc direct", target: ">= 0.9x" },
-  { measure: "API p99 at 300 requests/s, reads and heartbeats", reference: "—", target: "<= 20 ms" },
 ];
 
 const args = process.argv.slice(2);
@@ -102,10 +111,7 @@ rmSync(work, { recursive: true, force: true });
 console.log(
   `\n=== every measure (${size} size, ${((performance.now() - started) / 60_000).toFixed(1)} min) ===\n`,
 );
-printMeasureTable([
-  ...rows,
-  ...NOT_MEASURED.map((row) => ({ ...row, result: "no bench yet", ratio: "—", met: undefined })),
-]);
+printMeasureTable(rows);
 if (failed.length > 0) {
   console.error(`\nfailed to measure: ${failed.join(", ")}`);
   process.exitCode = 1;
