@@ -362,8 +362,21 @@ export class EgressEnforcer {
     await this.removeChains([chainOf(tag, generation), refuseChainOf(tag, generation)]);
   }
 
-  /** Empties the chains first, as one may jump to another; one already gone is no matter. */
+  /**
+   * Empties the chains first, as one may jump to another; one already gone is no matter. One
+   * transaction (declaring a chain empties it, or makes it when gone, so that its -X holds) instead
+   * of a run per chain and step, which cost a policy change 0.2–0.5 s under load; should the
+   * transaction be refused (a chain still referenced from elsewhere), each is tried on its own.
+   */
   private async removeChains(chains: readonly string[]): Promise<void> {
+    if (chains.length === 0) return;
+    const removed = await this.iptables
+      .restore([...chains.map((chain) => `:${chain} - [0:0]`), ...chains.map((chain) => `-X ${chain}`)])
+      .then(
+        () => true,
+        () => false,
+      );
+    if (removed) return;
     for (const chain of chains) await this.iptables.iptables(["-F", chain]).catch(() => undefined);
     for (const chain of chains) await this.iptables.iptables(["-X", chain]).catch(() => undefined);
   }
