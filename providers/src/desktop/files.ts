@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
 import { type FileEntry, outsideHome, ProviderError, tooLarge } from "../contract/index.ts";
+import { byName } from "../kernel/by-name.ts";
 import { inside, insideBytes, removeInside, type Walked, walk } from "../kernel/confined-walk.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 
@@ -118,7 +119,7 @@ export async function listFiles(files: Confinement, path: string): Promise<FileE
     // name, as the other backends list it
     const names = (await fs.readdir(`/proc/self/fd/${dir.fd}`, { encoding: "buffer" }))
       .map((raw) => ({ raw, name: raw.toString("utf8") }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      .sort(byName);
     const entries: FileEntry[] = [];
     for (const { raw, name } of names) {
       // lstat: a symlink is listed as itself, its target is never looked at

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { FileEntry } from "../contract/index.ts";
+import { byName } from "./by-name.ts";
 
 /**
  * Programs handed to a computer at every run (never baked into an image), so that computers made
@@ -32,5 +33,5 @@ export function parseHomeListing(listing: string, relative: string): FileEntry[]
       modifiedAt: new Date(Number.isFinite(seconds) ? seconds * 1000 : 0).toISOString(),
     });
   }
-  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return entries.sort(byName);
 }

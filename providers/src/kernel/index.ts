@@ -2,6 +2,7 @@
 // batches, control passwords), failure injection points, and helpers for machines driven by
 // shell commands (quoting, the xdotool mapping, a child's output as a stream).
 export * from "./actions.ts";
+export * from "./by-name.ts";
 export * from "./child-output.ts";
 export * from "./control-password.ts";
 export * from "./egress.ts";

@@ -1,6 +1,7 @@
 import { readdir } from "node:fs/promises";
 import { CHROMIUM_SECCOMP } from "@cubicle/computer-image/seccomp";
 import { COMPUTER_IMAGE_DIR, imageVersion } from "@cubicle/computer-image/version";
+import { byName } from "@cubicle/providers/kernel";
 import type Docker from "dockerode";
 import type { DockerConfig } from "../../config.ts";
 import type { ComputerCheck, Diagnosis, Health } from "../../wire.ts";
@@ -105,7 +106,7 @@ async function ownComputers(
       },
     });
   }
-  return own.sort((a, b) => (a.check.name < b.check.name ? -1 : a.check.name > b.check.name ? 1 : 0));
+  return own.sort((a, b) => byName(a.check, b.check));
 }
 
 /**
@@ -169,5 +170,5 @@ async function strangers(docker: Docker, network: string): Promise<Diagnosis["st
       name: (container.Names[0] ?? container.Id).replace(/^\//, ""),
       image: container.Image,
     }))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    .sort(byName);
 }

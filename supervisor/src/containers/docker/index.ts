@@ -8,6 +8,7 @@ import {
   MAX_SCREENS,
   type Observation,
 } from "@cubicle/providers/contract";
+import { byName } from "@cubicle/providers/kernel";
 import Docker from "dockerode";
 import type { DockerConfig, SupervisorConfig } from "../../config.ts";
 import { EgressEnforcer } from "../../egress/enforcer.ts";
@@ -380,7 +381,7 @@ export class DockerContainerManager implements ContainerManager {
         status: c.State === "running" ? ("running" as const) : ("stopped" as const),
         imageCurrent: imageId !== null && c.Labels[LABEL.image] === imageId,
       }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      .sort(byName);
   }
 
   stop(ref: ComputerRef): Promise<void> {
