@@ -19,7 +19,7 @@ const BENCHES: { name: string; script: string; short: Size; full: Size }[] = [
     script: "proxy/run.ts",
     short: { BENCH_SOCKETS: "50", BENCH_PROXY_SECONDS: "4", BENCH_PROXY_ROUND_TRIPS: "300" },
     full: {
-      BENCH_SOCKETS: "200",
+      BENCH_SOCKETS: "1000",
       BENCH_PROXY_SECONDS: "20",
       BENCH_PROXY_ROUND_TRIPS: "2000",
       BENCH_PROXY_DEADLINE_S: "900",

@@ -19,8 +19,8 @@ import { join } from "node:path";
 import { startTemporaryPostgres, type TemporaryPostgres } from "@cubicle/db/testing";
 import { type ApiProcess, startApiProcess } from "../../api/test/support/api-process.ts";
 import { onAbort } from "../abort.ts";
+import { printProfileSummary } from "../profile.ts";
 import { percentile } from "../proxy/measure.ts";
-import { printProfileSummary } from "../proxy/profile.ts";
 import { envInteger, printMeasures, printTable } from "../report.ts";
 import { cpuSeconds, postgresServerPids } from "./cpu.ts";
 import { type Kind, type KindResult, runOpenLoop } from "./load.ts";
@@ -220,7 +220,7 @@ try {
   await cleanUp();
 }
 if (profileDir) {
-  await printProfileSummary(profileDir, 25);
+  await printProfileSummary("api", profileDir, 25);
   console.log(`(kept: ${profileDir})`);
 }
 // Keep-alive sockets and timers of a failed step must not keep the run alive.

@@ -9,11 +9,11 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RfbClient } from "@cubicle/proxy/testing";
 import { onAbort } from "../abort.ts";
+import { printProfileSummary } from "../profile.ts";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { connectRfb, percentile, roundTrips, type SocketMemory, socketMemory, transfer } from "./measure.ts";
 import { directPath, proxyPath, type RfbPath, websockifyPath } from "./paths.ts";
 import { startApiProcess, startDesktop, startProxyProcess, startWebsockify, stopAll } from "./processes.ts";
-import { printProfileSummary } from "./profile.ts";
 
 const SOCKETS = envInteger("BENCH_SOCKETS", 50, 1, 1_000);
 // websockify is only the comparison here (a process per socket by default): more of them would cost
@@ -286,6 +286,6 @@ try {
   // The proxy writes its profile as it exits.
   await stopAll();
 }
-if (profileDir && !process.exitCode) await printProfileSummary(profileDir);
+if (profileDir && !process.exitCode) await printProfileSummary("proxy", profileDir);
 // Sockets a failed step left half-open must not keep the run alive.
 process.exit();

@@ -1,12 +1,13 @@
 /**
- * Where the proxy's CPU went: a summary of the `.cpuprofile` that `node --cpu-prof` writes when the
- * proxy exits (BENCH_PROXY_CPU_PROF=1). Samples are counted where they landed (self time), by
- * function and by whose code it is, leaving out the idle ones. The file itself opens as a flame graph in Chrome DevTools
- * (Performance panel) or speedscope.
+ * Where a measured process's CPU went (the proxy with BENCH_PROXY_CPU_PROF=1, the api with
+ * BENCH_API_CPU_PROF=1): a summary of the `.cpuprofile` that `node --cpu-prof` writes when it exits.
+ * Samples are counted where they landed (self time), by function and by whose code it is, leaving
+ * out the idle ones. The file itself opens as a flame graph in Chrome DevTools (Performance panel)
+ * or speedscope.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { printTable } from "../report.ts";
+import { printTable } from "./report.ts";
 
 interface ProfileNode {
   id: number;
@@ -18,7 +19,7 @@ interface CpuProfile {
   nodes: ProfileNode[];
 }
 
-/** Whose code a sample was in: the proxy's own, a package's, Node's, or V8's bookkeeping. */
+/** Whose code a sample was in: a workspace's own, a package's, Node's, or V8's bookkeeping. */
 function owner(url: string, functionName: string): string {
   if (url === "") return functionName.startsWith("(") ? functionName : "(native)";
   if (url.startsWith("node:")) return "node internals";
@@ -35,11 +36,14 @@ const place = (url: string, line: number) =>
 
 const percent = (part: number, whole: number) => `${((100 * part) / whole).toFixed(1)} %`;
 
-/** Prints the top `top` functions by self time, and the totals by owner, from the main thread's profile in `dir`. */
-export async function printProfileSummary(dir: string, top = 15): Promise<void> {
+/**
+ * Prints the top `top` functions by self time, and the totals by owner, from the main thread's
+ * profile in `dir` of the process called `subject` ("proxy", "api").
+ */
+export async function printProfileSummary(subject: string, dir: string, top = 15): Promise<void> {
   // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main one (tsx's loader has another).
   const file = (await readdir(dir)).find((name) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(name));
-  if (!file) throw new Error(`no main-thread .cpuprofile in ${dir}: the proxy did not exit cleanly`);
+  if (!file) throw new Error(`no main-thread .cpuprofile in ${dir}: the ${subject} did not exit cleanly`);
   const profile = JSON.parse(await readFile(join(dir, file), "utf8")) as CpuProfile;
   const byFunction = new Map<string, { name: string; where: string; hits: number }>();
   const byOwner = new Map<string, number>();
@@ -59,7 +63,7 @@ export async function printProfileSummary(dir: string, top = 15): Promise<void> 
     byOwner.set(who, (byOwner.get(who) ?? 0) + hitCount);
   }
   console.log(
-    `\nProxy CPU profile, main thread (${join(dir, file)}): busy in ${percent(total, total + idle)} of ` +
+    `\nCPU profile of the ${subject}, main thread (${join(dir, file)}): busy in ${percent(total, total + idle)} of ` +
       `${total + idle} samples; self time as a share of the busy samples:\n`,
   );
   printTable(
