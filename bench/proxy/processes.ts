@@ -104,15 +104,20 @@ export interface Desktop {
   port: number;
 }
 
+/** Xvfb as screen-start starts it in the computer image: 1280x800, 24 bits; returns its display. */
+export async function startDisplay(): Promise<string> {
+  const xvfb = startChild("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], {
+    extraPipes: 1,
+  });
+  return `:${await waitForOutput(xvfb, xvfb.stdio[3] as Readable, /^(\d+)\n/, "Xvfb")}`;
+}
+
 /**
  * Xvfb at a Docker computer's geometry, x11vnc without a password (the bench's RFB client speaks
  * only security type None), and an xterm scrolling random text so every update carries new pixels.
  */
 export async function startDesktop(): Promise<Desktop> {
-  const xvfb = startChild("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], {
-    extraPipes: 1,
-  });
-  const display = `:${await waitForOutput(xvfb, xvfb.stdio[3] as Readable, /^(\d+)\n/, "Xvfb")}`;
+  const display = await startDisplay();
   const env = { ...process.env, DISPLAY: display };
 
   const port = await freePort();

@@ -7,7 +7,6 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { freePort, startChild, waitForOutput } from "../proxy/processes.ts";
@@ -15,14 +14,6 @@ import { x11vncArguments } from "./flags.ts";
 
 const run = promisify(execFile);
 const VIDEO_PAGE = new URL("./video.html", import.meta.url).href;
-
-/** Xvfb as screen-start starts it in the image: 1280x800, 24 bits. */
-export async function startDisplay(): Promise<string> {
-  const xvfb = startChild("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], {
-    extraPipes: 1,
-  });
-  return `:${await waitForOutput(xvfb, xvfb.stdio[3] as Readable, /^(\d+)\n/, "Xvfb")}`;
-}
 
 /**
  * Chromium full screen on the page, with the flags a headless host needs; returns a reader of the

@@ -13,9 +13,9 @@ import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { onAbort } from "../abort.ts";
 import { directPath, proxyPath } from "../proxy/paths.ts";
-import { startApiProcess, startProxyProcess, stopAll } from "../proxy/processes.ts";
+import { startApiProcess, startDisplay, startProxyProcess, stopAll } from "../proxy/processes.ts";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
-import { idleWindow, playVideo, startDisplay, startX11vnc, type VncServer } from "./desktop.ts";
+import { idleWindow, playVideo, startX11vnc, type VncServer } from "./desktop.ts";
 import { viewFlags } from "./flags.ts";
 import { answerTimes, mean, median, type Watched, watch } from "./watch.ts";
 

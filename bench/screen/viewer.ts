@@ -11,25 +11,12 @@
 import type { Duplex } from "node:stream";
 import { ByteReader } from "../../proxy/src/rfb/byte-reader.ts";
 import { versionMessage } from "../../proxy/src/rfb/handshake.ts";
+import { Encoding } from "../../proxy/src/rfb/server-messages.ts";
 import type { RfbPath } from "../proxy/paths.ts";
 
-const E = {
-  Raw: 0,
-  CopyRect: 1,
-  RRE: 2,
-  Hextile: 5,
-  Zlib: 6,
-  Tight: 7,
-  ZRLE: 16,
-  JPEG: 21,
-  H264: 50,
-  TightPNG: -260,
-  DesktopSize: -223,
-  LastRect: -224,
-  Cursor: -239,
-  DesktopName: -307,
-  ExtendedDesktopSize: -308,
-} as const;
+// The proxy's table, with the two encodings noVNC asks for that the proxy cuts out of a view
+// session's SetEncodings (it cannot frame them).
+const E = { ...Encoding, JPEG: 21, H264: 50 } as const;
 
 // noVNC's `_sendEncodings()` in Chrome (WebCodecs H.264 present) at a 24-bit depth; the proxy cuts
 // out what it cannot frame, x11vnc ignores what it does not know.
