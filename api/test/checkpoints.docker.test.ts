@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { extract } from "tar-stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { machineOfRecord } from "../src/computers/repository.ts";
 import { checkpointsOn, manifestsOn, writeUnderWay } from "./support/checkpoints.ts";
 import { destroyMachines } from "./support/computers.ts";
@@ -164,7 +164,7 @@ describe("checkpoints of Docker computers", () => {
   );
 
   it(
-    "stores under 1 % new bytes when an unchanged 500 MB, 10,000-file home is checkpointed again",
+    "reads nothing and stores no new bytes when an unchanged 500 MB, 10,000-file home is checkpointed again",
     async () => {
       const bot = await createBot(w.people.owner, w.workspaceId, "private");
       const s = await sessions().opened(bot.id);
@@ -178,18 +178,32 @@ describe("checkpoints of Docker computers", () => {
       });
       expect(made.exit?.code).toBe(0);
       expect(made.stdout.trim()).toBe("10000");
+      // a file changed under 2 s before a listing gets no stamp and is read again next time
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
       // two 500 MB checkpoints can outlast the session's lease on a loaded machine: the session
       // heartbeats meanwhile, as a working automation does
       const beating = setInterval(() => void sessions().heartbeat(s), 10_000);
+      // the real provider, watched: what each checkpoint asked the computer to read
+      const listed = vi.spyOn(machine.provider, "listHome");
+      const exported = vi.spyOn(machine.provider, "exportHome");
+      const read = () => exported.mock.calls.map(([, options]) => options?.paths ?? "the whole home");
       try {
         const first = await c.take(bot.computerId);
+        const firstRead = read();
+        exported.mockClear();
         const second = await c.take(bot.computerId);
         expect(first.sizeBytes).toBeGreaterThanOrEqual(500_000_000);
         expect(second.fileCount).toBeGreaterThanOrEqual(10_000);
         expect(second.sha256).toBe(first.sha256);
-        expect(second.newBytes).toBeLessThan(second.sizeBytes * 0.01);
+        // listed both times; the first read the data by name, the second nothing at all
+        expect(listed).toHaveBeenCalledTimes(2);
+        expect(firstRead.flat().filter((path) => path.startsWith("data/part-"))).toHaveLength(10_000);
+        expect(read()).toEqual([]);
+        expect(second.newBytes).toBe(0);
       } finally {
         clearInterval(beating);
+        listed.mockRestore();
+        exported.mockRestore();
       }
       expectStatus(await sessions().end(s, "success"), 200);
     },

@@ -279,3 +279,42 @@ describe("egress routes", () => {
     expect((await request("/computers/home-1/egress?after=nope")).status).toBe(400);
   });
 });
+
+describe("archive routes", () => {
+  const post = (body: unknown) => ({ method: "POST", ...json(body) });
+
+  it("passes the named paths on normalised, as home-relative as the home's path rules make them", async () => {
+    const { request, manager } = setup();
+    const response = await request("/computers/home-1/archive", post({ paths: [".", "dir/", "a/./b"] }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/x-tar");
+    expect(manager.calls).toEqual([
+      { method: "exportHome", ref: expect.anything(), args: [{ paths: ["", "dir", "a/b"] }] },
+    ]);
+  });
+
+  it.each([
+    ["an absolute path", "/etc/passwd", "PATH_OUTSIDE_HOME"],
+    ["a path climbing out", "dir/../../x", "PATH_OUTSIDE_HOME"],
+    ["a NUL byte", "a\0b", "PATH_OUTSIDE_HOME"],
+    ["a name too long", "n".repeat(256), "INVALID_PATH"],
+  ])("refuses %s with problem JSON naming it, before anything is read", async (_, path, code) => {
+    const { request, manager } = setup();
+    const response = await request("/computers/home-1/archive", post({ paths: ["ok.txt", path] }));
+    expect(response.status).toBe(400);
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect(await response.json()).toMatchObject({ code, errors: [{ path: "paths.1" }] });
+    expect(manager.calls).toEqual([]);
+  });
+
+  it.each([
+    ["no paths", {}],
+    ["paths that are not a list of strings", { paths: ["a", 1] }],
+  ])("refuses a body with %s", async (_, body) => {
+    const { request, manager } = setup();
+    const response = await request("/computers/home-1/archive", post(body));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: "INVALID_REQUEST" });
+    expect(manager.calls).toEqual([]);
+  });
+});

@@ -17,6 +17,7 @@ import { Liveness } from "./liveness.ts";
 import { parseNdjson } from "./ndjson.ts";
 import type { Problem, ProblemCode } from "./problems.ts";
 import {
+  type ArchiveRequest,
   COMPUTER_ID_HEADER,
   type ComputerRef,
   type ComputerStatus,
@@ -26,6 +27,7 @@ import {
   type Diagnosis,
   type ExecRequest,
   type Health,
+  type HomeListingResult,
   type ScreenInfo,
   WORKSPACE_ID_HEADER,
 } from "./wire.ts";
@@ -78,6 +80,7 @@ export interface SupervisorClient
     | "destroy"
     | "deleteFile"
     | "exportHome"
+    | "listHome"
     | "importHome"
     | "settleBrowsers"
     | "closeBrowsers"
@@ -284,8 +287,10 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
    * again each time a reader slower than the network asks for more, which made a 500 MB home
    * take minutes to checkpoint instead of seconds.
    */
-  function download(request: Call): Promise<ReadableStream<Uint8Array>> {
-    const { url, headers } = target(request);
+  function download(
+    request: Omit<Call, "body" | "json"> & { json?: ArchiveRequest },
+  ): Promise<ReadableStream<Uint8Array>> {
+    const { url, headers, body } = target(request);
     const watch = liveness.watch();
     return new Promise((resolve, reject) => {
       const send = url.protocol === "https:" ? httpsRequest : httpRequest;
@@ -312,7 +317,7 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
         reject(unreachable(error));
       });
       watch.signal.addEventListener("abort", () => outgoing.destroy(watch.signal.reason), { once: true });
-      outgoing.end();
+      outgoing.end(body);
     });
   }
 
@@ -424,7 +429,18 @@ export function createSupervisorClient(options: SupervisorClientOptions): Superv
     deleteFile: (ref, path) =>
       empty({ method: "DELETE", path: computerPath(ref, "/files"), ref, query: { path } }),
 
-    exportHome: (ref) => download({ method: "GET", path: computerPath(ref, "/archive"), ref }),
+    exportHome: (ref, exportOptions = {}) =>
+      exportOptions.paths
+        ? download({
+            method: "POST",
+            path: computerPath(ref, "/archive"),
+            ref,
+            json: { paths: [...exportOptions.paths] },
+          })
+        : download({ method: "GET", path: computerPath(ref, "/archive"), ref }),
+    listHome: async (ref) =>
+      (await json<HomeListingResult>({ method: "GET", path: computerPath(ref, "/home-listing"), ref }))
+        .listing,
     importHome: (ref, tar) =>
       empty({
         method: "PUT",

@@ -4,7 +4,7 @@
  * a temporary DATA_DIR, as the api would use it through the client.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -122,6 +122,21 @@ async function tarFile(tar: Buffer, name: string): Promise<Buffer | null> {
     found = Buffer.concat(chunks);
   }
   return found;
+}
+
+/** Each entry of a tar by name, with what a checkpoint keeps of it. */
+async function tarEntries(tar: Buffer): Promise<Map<string, string>> {
+  const entries = new Map<string, string>();
+  const reader = extract();
+  reader.end(tar);
+  for await (const entry of reader) {
+    const { name, type, mode, mtime, linkname } = entry.header;
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(Buffer.from(chunk as Uint8Array));
+    const content = createHash("sha256").update(Buffer.concat(chunks)).digest("hex");
+    entries.set(name, JSON.stringify([type, mode, mtime?.getTime(), linkname, content]));
+  }
+  return entries;
 }
 
 /**
@@ -513,6 +528,58 @@ describe("the supervisor on the real engine", () => {
     expect((await run(client, ref, "ls /run/cubicle/screens/0")).stdout).not.toContain("browser.pid");
   });
 
+  it(
+    "lists the home with stamps and exports only named entries, as the whole export has them",
+    LONG,
+    async () => {
+      // a staging folder an import left behind is in neither
+      const staged = await run(client, ref, "mkdir -p .cubicle-old-x/deep && echo x > .cubicle-old-x/deep/f");
+      expect(staged.code, staged.stderr).toBe(0);
+      const listing = await client.listHome(ref);
+      if (!listing) throw new Error("a running computer was not listed");
+      const byPath = new Map(listing.entries.map((entry) => [entry.path, entry]));
+      expect([byPath.get(".")?.type, byPath.get("notes")?.type, byPath.get("notes/hello.txt")?.type]).toEqual(
+        ["directory", "directory", "file"],
+      );
+      expect(listing.entries.some((entry) => entry.path.startsWith(".cubicle-"))).toBe(false);
+      // on the clock of the computer's change times: the host's, which it shares
+      expect(Math.abs(listing.listedAt - Date.now() / 1000)).toBeLessThan(60);
+      expect(byPath.get("notes/hello.txt")?.changedAt).toBeLessThanOrEqual(listing.listedAt);
+
+      const named = await bytesOf(
+        await client.exportHome(ref, {
+          paths: ["", "notes", "notes/hello.txt", "gone.txt", ".cubicle-old-x"],
+        }),
+      );
+      expect(await tarNames(named)).toEqual(["./", "./notes/", "./notes/hello.txt"]);
+      // every listed entry by name is the whole export, entry for entry
+      const whole = await tarEntries(await bytesOf(await client.exportHome(ref)));
+      const everything = listing.entries.map((entry) => entry.path);
+      expect(whole.size).toBeGreaterThan(10);
+      expect(await tarEntries(await bytesOf(await client.exportHome(ref, { paths: everything })))).toEqual(
+        whole,
+      );
+
+      // an entry tar cannot read fails the export, as it fails a whole one
+      const locked = await run(client, ref, "echo secret > locked.txt && chmod 000 locked.txt");
+      expect(locked.code, locked.stderr).toBe(0);
+      await expect(bytesOf(await client.exportHome(ref, { paths: ["locked.txt"] }))).rejects.toThrow();
+      await run(client, ref, "rm -rf locked.txt .cubicle-old-x");
+
+      const outside = await failure(client.exportHome(ref, { paths: ["notes", "../other"] }));
+      expect([outside.status, outside.code]).toEqual([400, "PATH_OUTSIDE_HOME"]);
+      const nobody = { ...ref, homeKey: `${ref.homeKey}-nobody` };
+      const unknown = [
+        await failure(client.listHome(nobody)),
+        await failure(client.exportHome(nobody, { paths: ["notes"] })),
+      ];
+      expect(unknown.map((error) => [error.status, error.code])).toEqual([
+        [404, "COMPUTER_NOT_FOUND"],
+        [404, "COMPUTER_NOT_FOUND"],
+      ]);
+    },
+  );
+
   it("observes screen 0 as a 1280x800 picture", LONG, async () => {
     const shot = await client.observe(ref, 0);
     expect([shot.width, shot.height]).toEqual([1280, 800]);
@@ -693,6 +760,12 @@ describe("the supervisor on the real engine", () => {
     expect((await client.status(ref)).status).toBe("stopped");
     const stopped = await failure(run(client, ref, "true"));
     expect([stopped.status, stopped.code]).toEqual([409, "COMPUTER_STOPPED"]);
+    // a stopped computer is exported whole (no listing); named entries still come, from Docker's archive
+    expect(await client.listHome(ref)).toBeNull();
+    const named = await bytesOf(
+      await client.exportHome(ref, { paths: ["notes", "notes/hello.txt", "gone.txt"] }),
+    );
+    expect(await tarNames(named)).toEqual(["./notes/", "./notes/hello.txt"]);
 
     const resumed = await client.create(ref);
     expect(resumed).toMatchObject({ providerRef, fresh: false, homeCreated: false });

@@ -5,6 +5,8 @@
  * (`@cubicle/providers/contract`), shared with every other backend.
  */
 
+import type { HomeListing } from "@cubicle/providers/contract";
+
 export const DEFAULT_SUPERVISOR_PORT = 7091;
 
 /** Which computer a call is about, besides the home key in the path; checked against container labels. */
@@ -84,6 +86,16 @@ export interface ExecRequest {
   timeoutMs: number;
   /** stdout and stderr together; past it output is dropped and a marker is emitted once. */
   maxOutputBytes?: number;
+}
+
+/** `POST …/archive`: only these home entries (home-relative, "" the home), each alone. */
+export interface ArchiveRequest {
+  paths: string[];
+}
+
+/** `GET …/home-listing`: every home entry with its stamp; null while the computer is stopped. */
+export interface HomeListingResult {
+  listing: HomeListing | null;
 }
 
 export interface ScreenInfo {

@@ -185,10 +185,17 @@ export function createDockerProvider({ supervisor, faults }: DockerProviderOptio
       await translated(() => supervisor.deleteFile(computer(ref), relative));
     },
 
-    async exportHome(ref) {
+    async exportHome(ref, options) {
+      const paths = options?.paths?.map((path) => homeRelativePath(path));
       await requireMachine(ref);
-      const tar = await translated(() => supervisor.exportHome(computer(ref)));
+      const tar = await translated(() => supervisor.exportHome(computer(ref), paths ? { paths } : {}));
       return faults?.take("export") ? breakAfterFirstChunk(tar) : tar;
+    },
+
+    // a stopped computer is not listed (null): it is exported whole
+    async listHome(ref) {
+      await requireMachine(ref);
+      return translated(() => supervisor.listHome(computer(ref)));
     },
 
     async importHome(ref, tar) {

@@ -5,6 +5,7 @@ import type {
   EgressPolicy,
   EgressReport,
   FileEntry,
+  HomeListing,
   Observation,
 } from "@cubicle/providers/contract";
 import type {
@@ -82,8 +83,17 @@ export interface ContainerManager {
   /** Removes a file, a symlink (not its target) or a folder with its contents. */
   deleteFile(ref: ComputerRef, path: string): Promise<void>;
 
-  /** The whole home as a tar stream, paths relative to the home (`./…`). */
-  exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * The whole home as a tar stream, paths relative to the home (`./…`). With `paths` (normalised
+   * home-relative, "" the home), only those entries, each alone (a folder without its contents);
+   * one gone meanwhile is left out, one that cannot be read fails the stream.
+   */
+  exportHome(ref: ComputerRef, options?: { paths?: readonly string[] }): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * Every entry of the home with its stamp, for an export of only what changed; null when the
+   * computer is stopped (it is then exported whole).
+   */
+  listHome(ref: ComputerRef): Promise<HomeListing | null>;
   /** Replaces the home's contents with the tar's; on failure the old contents stay. */
   importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void>;
 

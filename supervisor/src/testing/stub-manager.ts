@@ -57,7 +57,11 @@ export function stubManager(): ContainerManager & { calls: StubCall[] } {
     openPath: unused("openPath"),
     writeFile: unused("writeFile"),
     deleteFile: unused("deleteFile"),
-    exportHome: unused("exportHome"),
+    exportHome: async (ref, options) => {
+      calls.push({ method: "exportHome", ref, args: [options] });
+      return new Blob([new Uint8Array(1024)]).stream();
+    },
+    listHome: unused("listHome"),
     importHome: unused("importHome"),
     settleBrowsers: async (ref) => {
       calls.push({ method: "settleBrowsers", ref });

@@ -1,7 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { posix } from "node:path";
 import { Readable } from "node:stream";
-import { ArchiveRefused, copyEntry, HOME_SWAP_SCRIPT, sanitiseHomeArchive } from "@cubicle/providers/kernel";
+import type { HomeListing } from "@cubicle/providers/contract";
+import {
+  ArchiveRefused,
+  copyEntry,
+  HOME_SWAP_SCRIPT,
+  PATHS_TAR_ARGS,
+  parseStampedListing,
+  pathsInput,
+  sanitiseHomeArchive,
+  stampedListingFindArgs,
+  tarLeftOutUnreadable,
+} from "@cubicle/providers/kernel";
 import type Docker from "dockerode";
 import { extract as tarExtract, pack as tarPack } from "tar-stream";
 import { COMPUTER_GID, COMPUTER_UID } from "../../homes.ts";
@@ -31,14 +42,48 @@ async function getArchive(container: Docker.Container, path: string): Promise<Re
 /** Top-level folders the supervisor uses while importing; never part of an export. */
 const STAGING = /^\.cubicle-(import|old)-/;
 
+/** Whether a home-relative path ("." the home) is in a staging folder, or is one. */
+const staged = (path: string) => STAGING.test(path.split("/")[0] ?? "");
+
+/** The most a home's listing may send: about 1.5 million entries. */
+const MAX_LISTING_BYTES = 256 * 1024 * 1024;
+
 /**
- * The home as a tar stream with `./`-relative names, rewritten from Docker's (which are rooted at
- * the folder's own name) one entry at a time.
+ * Every entry of a running computer's home with its stamp (stampedListingFindArgs), by `find` in
+ * the computer as its user; the staging folders are left out as an export leaves them out. The
+ * computer shares this host's kernel, whose clock sets the status change times, so `listedAt` is
+ * taken here, before `find` starts.
+ */
+export async function listHome(container: Docker.Container): Promise<HomeListing> {
+  const listedAt = Date.now() / 1000;
+  const run = await HelperRun.start(container, "listing the home", [
+    "find",
+    ...stampedListingFindArgs(CONTAINER_HOME),
+  ]);
+  try {
+    const output = await run.collect(MAX_LISTING_BYTES);
+    await run.finish();
+    const listing = parseStampedListing(output, listedAt);
+    return { listedAt, entries: listing.entries.filter((entry) => !staged(entry.path)) };
+  } finally {
+    run.close();
+  }
+}
+
+/**
+ * The home as a tar stream with `./`-relative names. With `paths` (home-relative, "" or "." the
+ * home), only those entries, each alone, named as the whole export names them; one gone meanwhile
+ * is left out. Whole, it is rewritten from Docker's names (rooted at the folder's own name) one
+ * entry at a time.
  */
 export async function exportHome(
   container: Docker.Container,
   running: boolean,
+  paths?: readonly string[],
 ): Promise<ReadableStream<Uint8Array>> {
+  const named = paths?.map((path) => path || ".").filter((path) => !staged(path));
+  if (running && named) return webStreamFrom(await tarPathsInComputer(container, named));
+  const wanted = named && new Set(named);
   const archive = running ? await tarInComputer(container) : await getArchive(container, CONTAINER_HOME);
   const prefix = posix.basename(CONTAINER_HOME);
   const extract = tarExtract();
@@ -51,7 +96,9 @@ export async function exportHome(
         const header = entry.header;
         const rest =
           header.name === prefix || header.name === `${prefix}/` ? "" : header.name.slice(prefix.length + 1);
-        if (rest !== "" && STAGING.test(rest.split("/")[0] ?? "")) {
+        const relative = rest.replace(/\/$/, "") || ".";
+        // a stopped computer's named entries are picked from Docker's whole archive
+        if (staged(relative) || (wanted && !wanted.has(relative))) {
           entry.resume();
           continue;
         }
@@ -86,6 +133,42 @@ async function tarInComputer(container: Docker.Container): Promise<Readable> {
     try {
       yield* run.rest();
       await run.finish({ alsoFine: [1] });
+    } finally {
+      run.close();
+    }
+  }
+  return Readable.from(bytes());
+}
+
+/**
+ * `tar -c` of the named home entries inside the computer (PATHS_TAR_ARGS), as its user: whatever
+ * it reads is what the computer's user can read anyway. One gone since the listing is skipped;
+ * one tar could not read fails the stream, as it fails a whole export.
+ */
+async function tarPathsInComputer(container: Docker.Container, paths: readonly string[]): Promise<Readable> {
+  let unreadable = "";
+  const run = await HelperRun.start(
+    container,
+    "reading home entries",
+    ["tar", "-C", CONTAINER_HOME, "--numeric-owner", ...PATHS_TAR_ARGS, "-cf", "-"],
+    {
+      stdin: true,
+      // each complaint is one write of tar's; only the last few are kept otherwise
+      onStderr: (text) => {
+        if (!unreadable && tarLeftOutUnreadable(text)) unreadable = text.trim();
+      },
+    },
+  );
+  // fed while the archive is read: tar stops reading names while its output is not taken
+  const fed = run.write(pathsInput(paths)).then(() => run.endInput());
+  fed.catch(() => undefined);
+  async function* bytes() {
+    try {
+      yield* run.rest();
+      await run.finish({ alsoFine: [1] });
+      await fed;
+      if (unreadable)
+        throw new SupervisorProblem("COMPUTER_FAILURE", `reading home entries failed: ${unreadable}`);
     } finally {
       run.close();
     }

@@ -22,6 +22,7 @@ export class HelperRun {
     private readonly exec: Docker.Exec,
     private readonly stream: Duplex,
     private readonly what: string,
+    private readonly onStderr?: (text: string) => void,
   ) {
     this.source = this.stdout();
     // a write after the program ended fails here too; reads report the failure, never a crash
@@ -42,13 +43,13 @@ export class HelperRun {
     container: Docker.Container,
     what: string,
     cmd: string[],
-    options: { stdin?: boolean; timeoutSeconds?: number } = {},
+    options: { stdin?: boolean; timeoutSeconds?: number; onStderr?: (text: string) => void } = {},
   ): Promise<HelperRun> {
     const timed = options.timeoutSeconds
       ? ["timeout", "-s", "KILL", String(options.timeoutSeconds), ...cmd]
       : cmd;
     const { exec, stream } = await startExec(container, timed, { stdin: options.stdin ?? false });
-    return new HelperRun(container, exec, stream, what);
+    return new HelperRun(container, exec, stream, what, options.onStderr);
   }
 
   private async *stdout(): AsyncGenerator<Buffer> {
@@ -56,7 +57,9 @@ export class HelperRun {
     for await (const chunk of this.stream as AsyncIterable<Buffer>) {
       for (const piece of demux.push(chunk)) {
         if (piece.stream === "stderr") {
-          this.stderrTail = (this.stderrTail + piece.data.toString("utf8")).slice(-STDERR_TAIL);
+          const text = piece.data.toString("utf8");
+          this.onStderr?.(text);
+          this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
         } else {
           yield Buffer.from(piece.data);
         }

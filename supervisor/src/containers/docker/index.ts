@@ -5,6 +5,7 @@ import {
   type DesktopAction,
   type EgressPolicy,
   type EgressReport,
+  type HomeListing,
   MAX_SCREENS,
   type Observation,
 } from "@cubicle/providers/contract";
@@ -489,10 +490,26 @@ export class DockerContainerManager implements ContainerManager {
     await deletePath(container, path);
   }
 
-  async exportHome(ref: ComputerRef): Promise<ReadableStream<Uint8Array>> {
+  async exportHome(
+    ref: ComputerRef,
+    options: { paths?: readonly string[] } = {},
+  ): Promise<ReadableStream<Uint8Array>> {
     // a stopped computer's home is read through the archive API (checkpoints of stopped computers)
     const { container, info } = await findComputer(this.docker, ref);
-    return archive.exportHome(container, isRunning(info));
+    return archive.exportHome(container, isRunning(info), options.paths);
+  }
+
+  async listHome(ref: ComputerRef): Promise<HomeListing | null> {
+    const { container, info } = await findComputer(this.docker, ref);
+    if (!isRunning(info)) return null;
+    try {
+      return await archive.listHome(container);
+    } catch (error) {
+      // stopped meanwhile: exported whole, as a stopped computer is
+      const after = await inspectByHomeKey(this.docker, ref.homeKey).catch(() => null);
+      if (after && !isRunning(after.info)) return null;
+      throw error;
+    }
   }
 
   async importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void> {
