@@ -3,6 +3,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { type FileEntry, outsideHome, ProviderError, tooLarge } from "../contract/index.ts";
 import { sanitiseHomeArchive } from "../kernel/home-archive.ts";
+import { PATHS_TAR_ARGS, pathsInput, tarLeftOutUnreadable } from "../kernel/home-listing.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { parseHomeListing } from "../kernel/home-scripts.ts";
 import { shellQuote } from "../kernel/shell-quote.ts";
@@ -133,21 +134,34 @@ function archiveRefused(error: unknown): ProviderError {
   return new ProviderError("PROVIDER_FAILURE", `uploading the home archive: ${said}`, { cause: error });
 }
 
-/** Folders an import uses at the home's top while it runs; never part of an export. */
+/** Folders an import uses at the home's top while it runs; never part of an export or a listing. */
 const STAGING_PREFIXES = [".cubicle-import-", ".cubicle-old-"];
 
+/** Whether a home-relative path lies in an import's staging folder (see STAGING_PREFIXES). */
+export function inStaging(path: string): boolean {
+  const top = path.split("/", 1)[0] as string;
+  return STAGING_PREFIXES.some((prefix) => top.startsWith(prefix));
+}
+
 /**
- * The home as a tar stream: GNU tar writes it to a scratch file in the sandbox as its user, and it
- * is streamed from there through the vendor's file API a chunk at a time (never held whole), the scratch
- * file removed once the stream ends or is cancelled.
+ * The home as a tar stream (with `paths`, only those entries, as PATHS_TAR_ARGS reads them): GNU
+ * tar writes it to a scratch file in the sandbox as its user, and it is streamed from there through
+ * the vendor's file API a chunk at a time (never held whole), the scratch file removed once the
+ * stream ends or is cancelled. Both exports exclude the same staging folders, so an incremental
+ * revision equals a whole one of the same home.
  */
-export async function exportHome(machine: SandboxMachine): Promise<ReadableStream<Uint8Array>> {
+export async function exportHome(
+  machine: SandboxMachine,
+  paths?: readonly string[],
+): Promise<ReadableStream<Uint8Array>> {
   const archive = machine.scratchFile("export");
   const excluded = STAGING_PREFIXES.map((prefix) => `--exclude=${shellQuote(`./${prefix}*`)}`).join(" ");
+  const tar = `tar -C ${shellQuote(machine.home)} --numeric-owner ${excluded}`;
   // 1 is GNU tar's "a file changed while it was read": the archive is still whole
-  const script = `tar -C ${shellQuote(machine.home)} --numeric-owner ${excluded} -cf ${shellQuote(archive)} . || [ $? -eq 1 ]`;
-  const made = await machine.exec(script, { timeoutMs: FILE_OP_MS });
-  if (made.exitCode !== 0) {
+  const made = paths
+    ? await archivePaths(machine, tar, archive, paths)
+    : await machine.exec(`${tar} -cf ${shellQuote(archive)} . || [ $? -eq 1 ]`, { timeoutMs: FILE_OP_MS });
+  if (made.exitCode !== 0 || (paths && tarLeftOutUnreadable(made.stderr))) {
     await machine.removeScratch(archive);
     throw failure("archiving the home", made);
   }
@@ -185,6 +199,30 @@ export async function exportHome(machine: SandboxMachine): Promise<ReadableStrea
       await cleanUp();
     },
   });
+}
+
+/**
+ * tar of the named entries: vendors' commands take no input, so the NUL-separated names go up as a
+ * scratch file (outside the home) that tar reads as its input and the same command removes.
+ */
+async function archivePaths(
+  machine: SandboxMachine,
+  tar: string,
+  archive: string,
+  paths: readonly string[],
+): Promise<ShellResult> {
+  const names = machine.scratchFile("paths");
+  try {
+    await machine.shell.upload(names, pathsInput(paths));
+    const args = PATHS_TAR_ARGS.map(shellQuote).join(" ");
+    return await machine.exec(
+      `${tar} ${args} -cf ${shellQuote(archive)} <${shellQuote(names)}; status=$?; rm -f -- ${shellQuote(names)}; [ $status -le 1 ]`,
+      { timeoutMs: FILE_OP_MS },
+    );
+  } catch (error) {
+    await machine.removeScratch(names);
+    throw error;
+  }
 }
 
 /**

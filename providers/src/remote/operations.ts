@@ -1,13 +1,14 @@
-import type { MachineRef, SandboxProvider } from "../contract/index.ts";
+import { type MachineRef, ProviderError, type SandboxProvider } from "../contract/index.ts";
 import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from "../kernel/faults.ts";
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { runCommand } from "./commands.ts";
 import { deleteFile, exportHome, importHome, listFiles, readFile, writeFile } from "./files.ts";
+import { listHome } from "./listing.ts";
 import type { SandboxMachine } from "./machine.ts";
 
 export type SandboxOperations = Pick<
   SandboxProvider,
-  "run" | "listFiles" | "readFile" | "writeFile" | "deleteFile" | "exportHome" | "importHome"
+  "run" | "listFiles" | "readFile" | "writeFile" | "deleteFile" | "exportHome" | "listHome" | "importHome"
 >;
 
 /**
@@ -29,9 +30,21 @@ export function sandboxOperations(
     writeFile: async (ref, path, data, options) => writeFile(await running(ref), path, data, options),
     deleteFile: async (ref, path) => deleteFile(await running(ref), path),
 
-    async exportHome(ref) {
-      const tar = await exportHome(await running(ref));
+    async exportHome(ref, options) {
+      const tar = await exportHome(await running(ref), options?.paths);
       return faults?.take("export") ? breakAfterFirstChunk(tar) : tar;
+    },
+
+    async listHome(ref) {
+      let machine: SandboxMachine;
+      try {
+        machine = await running(ref);
+      } catch (error) {
+        // the contract's "cannot be listed now": the caller falls back to the whole export, which says why
+        if (error instanceof ProviderError && error.code === "MACHINE_STOPPED") return null;
+        throw error;
+      }
+      return listHome(machine);
     },
 
     async importHome(ref, tar) {
