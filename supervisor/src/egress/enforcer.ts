@@ -203,12 +203,15 @@ export class EgressEnforcer {
    * transaction, and one between generations still has a jump, so no live computer's are touched.
    */
   private async dropUnreached(): Promise<void> {
+    // chains first, jumps second: a computer's chains and jump are made in one transaction, so a
+    // chain listed here either has its jump in the read below or is on its way out; read the other
+    // way round, a computer attached between the reads would look unreached
+    const listed = await this.iptables.iptables(["-S"]);
     const reached = new Set(
       ((await this.iptables.chainRules(EGRESS_CHAIN)) ?? []).flatMap(
         (rule) => JUMP_TARGET.exec(rule)?.[1] ?? [],
       ),
     );
-    const listed = await this.iptables.iptables(["-S"]);
     const unreached: string[] = [];
     for (const line of listed.split("\n")) {
       const match = CHAIN.exec(line);
@@ -347,8 +350,13 @@ export class EgressEnforcer {
     this.bound.delete(homeKey);
     if (!this.bridge) return;
     const current = await this.currentGeneration(homeKey);
-    const jumps = await this.jumpsOf(homeKey, null);
-    if (jumps.length > 0) await this.iptables.restore(jumps.map((rule) => rule.replace(/^-A /, "-D ")));
+    const removeJumps = async () => {
+      const jumps = await this.jumpsOf(homeKey, null);
+      if (jumps.length > 0) await this.iptables.restore(jumps.map((rule) => rule.replace(/^-A /, "-D ")));
+    };
+    // another supervisor's start-up sweep removes the jump of a computer that just stopped, and may
+    // do so between the read and the removal
+    await removeJumps().catch(removeJumps);
     if (current) await this.dropChains(homeKey, current);
   }
 
@@ -363,21 +371,27 @@ export class EgressEnforcer {
   }
 
   /**
-   * Empties the chains first, as one may jump to another; one already gone is no matter. One
-   * transaction (declaring a chain empties it, or makes it when gone, so that its -X holds) instead
-   * of a run per chain and step, which cost a policy change 0.2–0.5 s under load; should the
-   * transaction be refused (a chain still referenced from elsewhere), each is tried on its own.
+   * Each chain is emptied and deleted in one transaction (declaring a chain empties it, or makes it
+   * when gone, so that its -X holds): a chain something still jumps to (a live computer's, should a
+   * caller be wrong about it) is refused whole, never left empty, as an empty chain lets every
+   * packet through. All at once first, as one run instead of a run per chain and step cost a policy
+   * change 0.2–0.5 s under load; when that is refused, one at a time, twice, since a chain another
+   * in the list jumps to goes only once that one has.
    */
   private async removeChains(chains: readonly string[]): Promise<void> {
-    if (chains.length === 0) return;
-    const removed = await this.iptables
-      .restore([...chains.map((chain) => `:${chain} - [0:0]`), ...chains.map((chain) => `-X ${chain}`)])
-      .then(
-        () => true,
-        () => false,
-      );
-    if (removed) return;
-    for (const chain of chains) await this.iptables.iptables(["-F", chain]).catch(() => undefined);
-    for (const chain of chains) await this.iptables.iptables(["-X", chain]).catch(() => undefined);
+    const remove = (names: readonly string[]) =>
+      this.iptables
+        .restore([...names.map((chain) => `:${chain} - [0:0]`), ...names.map((chain) => `-X ${chain}`)])
+        .then(
+          () => true,
+          () => false,
+        );
+    if (chains.length === 0 || (await remove(chains))) return;
+    let left = [...chains];
+    for (let pass = 0; pass < 2 && left.length > 0; pass++) {
+      const refused: string[] = [];
+      for (const chain of left) if (!(await remove([chain]))) refused.push(chain);
+      left = refused;
+    }
   }
 }
