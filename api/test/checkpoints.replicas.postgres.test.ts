@@ -17,7 +17,7 @@ import {
   createFileCheckpointStore,
   type RevisionInfo,
 } from "../src/checkpoints/store/index.ts";
-import { pseudoRandomBytes } from "../src/checkpoints/store/test-support.ts";
+import { pseudoRandomBytes } from "../src/checkpoints/store/testing/homes.ts";
 import type { ReplicaFile } from "./support/checkpoint-replica.ts";
 
 /**

@@ -16,7 +16,7 @@ import {
   createFileCheckpointStore,
   type RevisionInfo,
 } from "../../api/src/checkpoints/store/index.ts";
-import { changesOf } from "../../api/src/checkpoints/store/test-support.ts";
+import { changesOf } from "../../api/src/checkpoints/store/testing/homes.ts";
 import { onAbort } from "../abort.ts";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { buildHome, changeFiles } from "./home.ts";

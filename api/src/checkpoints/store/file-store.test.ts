@@ -19,7 +19,7 @@ import {
   tarOf,
   untarInto,
   writeFile,
-} from "./test-support.ts";
+} from "./testing/homes.ts";
 import { CheckpointStoreError } from "./types.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -254,7 +254,7 @@ describe("file checkpoint store", () => {
 
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", join(here, "kill-writer.ts"), root, "h", before.id],
+      ["--import", "tsx", join(here, "testing", "kill-writer.ts"), root, "h", before.id],
       {
         stdio: ["ignore", "pipe", "pipe"],
       },

@@ -12,7 +12,7 @@ import {
   TEST_ENCRYPTION_KEYS,
   untarInto,
   writeFile,
-} from "./test-support.ts";
+} from "./testing/homes.ts";
 import type { RevisionInfo } from "./types.ts";
 
 /** An hour ago, in whole seconds. */

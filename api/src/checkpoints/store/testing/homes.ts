@@ -13,7 +13,7 @@ import {
   pathsInput,
   stampedListingFindArgs,
 } from "@cubicle/providers/kernel";
-import type { HomeChanges } from "./types.ts";
+import type { HomeChanges } from "../types.ts";
 
 /** ENCRYPTION_KEY and a previous one, as the store's tests seal with them. */
 export const TEST_ENCRYPTION_KEYS = {

@@ -3,9 +3,9 @@
  * slowly) and says "writing" on stdout once a good part of it is in, so the test can SIGKILL it
  * mid-write. Usage: node --import tsx kill-writer.ts <storeRoot> <homeKey> <parentId>
  */
-import { createFileCheckpointStore } from "./file-store.ts";
-import { createCheckpointSealing } from "./sealing.ts";
-import { pseudoRandomBytes, TEST_ENCRYPTION_KEYS } from "./test-support.ts";
+import { createFileCheckpointStore } from "../file-store.ts";
+import { createCheckpointSealing } from "../sealing.ts";
+import { pseudoRandomBytes, TEST_ENCRYPTION_KEYS } from "./homes.ts";
 
 const [root, homeKey, parentId] = process.argv.slice(2);
 if (!root || !homeKey || !parentId) throw new Error("usage: kill-writer.ts <storeRoot> <homeKey> <parentId>");
