@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { documentedRoutes, openApiDocument } from "./support/openapi.ts";
 
 const METRICS_TOKEN = randomBytes(32).toString("base64url");
 let t: TestApi;
@@ -49,6 +50,32 @@ describe("the API's HTTP surface", () => {
       );
     }
     expect(doc.paths["/api/auth/sign-up/email"]?.post).toBeDefined();
+  });
+
+  it("names every operation of the document with its own operationId, which generated clients call it by", async () => {
+    const doc = await openApiDocument(t.client());
+    const routes = documentedRoutes(doc);
+    const missing = routes
+      .filter(({ operation }) => !operation.operationId)
+      .map(({ method, path }) => `${method} ${path}`);
+    expect(missing).toEqual([]);
+    const byId = new Map<string, string[]>();
+    for (const { method, path, operation } of routes) {
+      const id = operation.operationId as string;
+      expect(id, `${method} ${path}`).toMatch(/^[a-z][A-Za-z]+$/);
+      byId.set(id, [...(byId.get(id) ?? []), `${method} ${path}`]);
+    }
+    expect([...byId].filter(([, named]) => named.length > 1)).toEqual([]);
+    // a few by name, as a client relies on them staying put
+    const idOf = (method: string, path: string) =>
+      routes.find((route) => route.method === method && route.path === path)?.operation.operationId;
+    expect(idOf("POST", "/v1/workspaces/{workspaceId}/bots/{botId}/sessions")).toBe("openSession");
+    expect(idOf("POST", "/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/shell")).toBe(
+      "runSessionShell",
+    );
+    expect(idOf("GET", "/health")).toBe("getHealth");
+    expect(idOf("POST", "/api/auth/sign-in/email")).toBe("signInWithEmail");
+    expect(routes.length).toBe(byId.size);
   });
 
   it("serves the interactive reference from local assets", async () => {

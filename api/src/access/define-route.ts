@@ -16,11 +16,12 @@ const PROBLEM_RESPONSES = {
 
 /**
  * The only way /v1 routes are declared: each names who may call it, and gets the guard, the
- * OpenAPI security requirement and the standard problem responses from that one declaration.
+ * OpenAPI security requirement and the standard problem responses from that one declaration. Each
+ * has an operationId, the stable name a generated client (and @cubicle/client) calls it by.
  */
 export function defineRoute<
   P extends string,
-  R extends Omit<RouteConfig, "path" | "middleware" | "security"> & { path: P },
+  R extends Omit<RouteConfig, "path" | "middleware" | "security"> & { path: P; operationId: string },
 >(access: RouteAccess, config: R) {
   const people = access.kind === "deployment-owner" || access.people === true;
   return createRoute({

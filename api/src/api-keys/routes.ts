@@ -39,6 +39,7 @@ const ApiKeyParams = WorkspaceIdParam.extend({
 const createKey = defineRoute(
   { kind: "workspace", minRole: "member", people: true },
   {
+    operationId: "createApiKey",
     method: "post",
     path: "/v1/workspaces/{workspaceId}/api-keys",
     summary: "Create an API key for automations",
@@ -72,6 +73,7 @@ const createKey = defineRoute(
 const listKeys = defineRoute(
   { kind: "workspace", minRole: "member", people: true },
   {
+    operationId: "listApiKeys",
     method: "get",
     path: "/v1/workspaces/{workspaceId}/api-keys",
     summary: "API keys of the workspace (members see their own; admins see all)",
@@ -89,6 +91,7 @@ const listKeys = defineRoute(
 const revokeKey = defineRoute(
   { kind: "workspace", minRole: "member", people: true },
   {
+    operationId: "revokeApiKey",
     method: "delete",
     path: "/v1/workspaces/{workspaceId}/api-keys/{keyId}",
     summary: "Revoke an API key (members their own; admins any)",

@@ -46,6 +46,7 @@ const AuditFilters = z.object({
 const workspaceAudit = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "listWorkspaceAuditEvents",
     method: "get",
     path: "/v1/workspaces/{workspaceId}/audit-events",
     summary: "The workspace's audit trail, newest first",
@@ -58,6 +59,7 @@ const workspaceAudit = defineRoute(
 const deploymentAudit = defineRoute(
   { kind: "deployment-owner" },
   {
+    operationId: "listDeploymentAuditEvents",
     method: "get",
     path: "/v1/deployment/audit-events",
     summary: "Every audit event of the deployment (sign-ins included), newest first",

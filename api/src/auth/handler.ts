@@ -75,8 +75,10 @@ const UserSchema = z.object({ id: z.string(), email: z.string(), name: z.string(
 const authProblem = { content: { "application/problem+json": { schema: ProblemSchema } } };
 
 function documentAuthEndpoints(router: ReturnType<typeof createRouter>) {
-  const doc = (config: Parameters<typeof createRoute>[0]) => router.openAPIRegistry.registerPath(config);
+  const doc = (config: Parameters<typeof createRoute>[0] & { operationId: string }) =>
+    router.openAPIRegistry.registerPath(config);
   doc({
+    operationId: "signUpWithEmail",
     method: "post",
     path: `${AUTH_BASE_PATH}/sign-up/email`,
     summary: "Create an account (the first one owns the deployment); sets the session cookie",
@@ -96,6 +98,7 @@ function documentAuthEndpoints(router: ReturnType<typeof createRouter>) {
     },
   });
   doc({
+    operationId: "signInWithEmail",
     method: "post",
     path: `${AUTH_BASE_PATH}/sign-in/email`,
     summary: "Sign in; sets the session cookie",
@@ -110,6 +113,7 @@ function documentAuthEndpoints(router: ReturnType<typeof createRouter>) {
     },
   });
   doc({
+    operationId: "signOut",
     method: "post",
     path: `${AUTH_BASE_PATH}/sign-out`,
     summary: "Sign out; clears the session cookie",

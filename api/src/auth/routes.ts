@@ -25,6 +25,7 @@ const MeSchema = z
 const me = defineRoute(
   { kind: "signed-in" },
   {
+    operationId: "getMe",
     method: "get",
     path: "/v1/me",
     summary: "Who the caller is",

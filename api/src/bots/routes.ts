@@ -126,6 +126,7 @@ const BOTS = "/v1/workspaces/{workspaceId}/bots";
 const createBot = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "createBot",
     method: "post",
     path: BOTS,
     summary: "Create a bot",
@@ -144,6 +145,7 @@ const createBot = defineRoute(
 const listBots = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "listBots",
     method: "get",
     path: BOTS,
     summary: "Bots of the workspace, by name",
@@ -165,6 +167,7 @@ const listBots = defineRoute(
 const getBot = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getBot",
     method: "get",
     path: `${BOTS}/{botId}`,
     summary: "One bot (archived ones too)",
@@ -177,6 +180,7 @@ const getBot = defineRoute(
 const updateBot = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "updateBot",
     method: "patch",
     path: `${BOTS}/{botId}`,
     summary: "Rename a bot or change its charter",
@@ -193,6 +197,7 @@ const updateBot = defineRoute(
 const switchMode = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "switchBotMode",
     method: "post",
     path: `${BOTS}/{botId}/mode`,
     summary: "Move a bot between the Team Computer and its own Private Computer",
@@ -211,6 +216,7 @@ const switchMode = defineRoute(
 const archiveBot = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "archiveBot",
     method: "post",
     path: `${BOTS}/{botId}/archive`,
     summary: "Archive a bot",

@@ -51,6 +51,7 @@ const tags = ["Checkpoints"];
 const listCheckpoints = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "listCheckpoints",
     method: "get",
     path: CHECKPOINTS,
     summary: "The computer's checkpoints, newest first",
@@ -66,6 +67,7 @@ const listCheckpoints = defineRoute(
 const getCheckpoint = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getCheckpoint",
     method: "get",
     path: `${CHECKPOINTS}/{checkpointId}`,
     summary: "One checkpoint of the computer",
@@ -78,6 +80,7 @@ const getCheckpoint = defineRoute(
 const createCheckpoint = defineRoute(
   { kind: "workspace", minRole: "member" },
   {
+    operationId: "createCheckpoint",
     method: "post",
     path: CHECKPOINTS,
     summary: "Checkpoint the computer's home now",
@@ -100,6 +103,7 @@ const createCheckpoint = defineRoute(
 const restoreCheckpoint = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "restoreCheckpoint",
     method: "post",
     path: `${CHECKPOINTS}/{checkpointId}/restore`,
     summary: "Put a checkpoint back",
@@ -130,6 +134,7 @@ const restoreCheckpoint = defineRoute(
 const downloadCheckpoint = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "downloadCheckpoint",
     method: "get",
     path: `${CHECKPOINTS}/{checkpointId}/archive`,
     summary: "Download a checkpoint as a tar of the home",

@@ -100,6 +100,7 @@ export const PROVIDER_PROBLEMS = {
 const listComputers = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "listComputers",
     method: "get",
     path: COMPUTERS,
     summary: "Computers of the workspace",
@@ -113,6 +114,7 @@ const listComputers = defineRoute(
 const getComputer = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getComputer",
     method: "get",
     path: `${COMPUTERS}/{computerId}`,
     summary: "One computer: state, provider, who uses which screen, who controls which",
@@ -125,6 +127,7 @@ const getComputer = defineRoute(
 const startComputer = defineRoute(
   { kind: "workspace", minRole: "member" },
   {
+    operationId: "startComputer",
     method: "post",
     path: `${COMPUTERS}/{computerId}/start`,
     summary: "Start (or resume) a computer",
@@ -140,6 +143,7 @@ const startComputer = defineRoute(
 const heartbeatRoute = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "heartbeatComputer",
     method: "post",
     path: `${COMPUTERS}/{computerId}/heartbeat`,
     summary: "Say the computer is being watched",
@@ -155,6 +159,7 @@ const heartbeatRoute = defineRoute(
 const stopRoute = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "stopComputer",
     method: "post",
     path: `${COMPUTERS}/{computerId}/stop`,
     summary: "Stop a computer (its machine stops; the home stays)",
@@ -170,6 +175,7 @@ const stopRoute = defineRoute(
 const destroyRoute = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "destroyComputer",
     method: "post",
     path: `${COMPUTERS}/{computerId}/destroy`,
     summary: "Destroy a computer's machine (the home and the computer record stay)",

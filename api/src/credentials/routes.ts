@@ -33,6 +33,7 @@ const CredentialParams = WorkspaceIdParam.extend({
 const createCredential = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "createConnectorCredential",
     method: "post",
     path: "/v1/workspaces/{workspaceId}/connector-credentials",
     summary: "Store a connector credential (write-only)",
@@ -67,6 +68,7 @@ const createCredential = defineRoute(
 const listCredentials = defineRoute(
   { kind: "workspace", minRole: "member" },
   {
+    operationId: "listConnectorCredentials",
     method: "get",
     path: "/v1/workspaces/{workspaceId}/connector-credentials",
     summary: "Connector credentials of the workspace (names and kinds only)",
@@ -84,6 +86,7 @@ const listCredentials = defineRoute(
 const replaceSecret = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "replaceConnectorCredentialSecret",
     method: "put",
     path: "/v1/workspaces/{workspaceId}/connector-credentials/{credentialId}/secret",
     summary: "Replace a credential's secret",
@@ -106,6 +109,7 @@ const replaceSecret = defineRoute(
 const deleteCredential = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "deleteConnectorCredential",
     method: "delete",
     path: "/v1/workspaces/{workspaceId}/connector-credentials/{credentialId}",
     summary: "Delete a connector credential",

@@ -16,6 +16,7 @@ const SettingsSchema = z
 const getSettings = defineRoute(
   { kind: "deployment-owner" },
   {
+    operationId: "getDeploymentSettings",
     method: "get",
     path: "/v1/deployment/settings",
     summary: "Deployment settings",
@@ -45,6 +46,7 @@ const UpdateSettingsSchema = z
 const updateSettings = defineRoute(
   { kind: "deployment-owner" },
   {
+    operationId: "updateDeploymentSettings",
     method: "patch",
     path: "/v1/deployment/settings",
     summary: "Open or close sign-ups; choose where Docker computers run",

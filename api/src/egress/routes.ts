@@ -74,6 +74,7 @@ const CHANGE_PROBLEMS = {
 const getWorkspaceEgress = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getWorkspaceEgress",
     method: "get",
     path: PATH,
     summary: "The workspace's egress policy, which its computers inherit",
@@ -87,6 +88,7 @@ const getWorkspaceEgress = defineRoute(
 const putWorkspaceEgress = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "setWorkspaceEgress",
     method: "put",
     path: PATH,
     summary: "Set the workspace's egress policy",
@@ -103,6 +105,7 @@ const putWorkspaceEgress = defineRoute(
 const getComputerEgress = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getComputerEgress",
     method: "get",
     path: COMPUTER_PATH,
     summary: "A computer's effective egress policy, whether its provider enforces it, and what it refused",
@@ -115,6 +118,7 @@ const getComputerEgress = defineRoute(
 const putComputerEgress = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "setComputerEgress",
     method: "put",
     path: COMPUTER_PATH,
     summary: "Give a computer its own egress policy, overriding its workspace's",
@@ -130,6 +134,7 @@ const putComputerEgress = defineRoute(
 const deleteComputerEgress = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "clearComputerEgress",
     method: "delete",
     path: COMPUTER_PATH,
     summary: "Return a computer to its workspace's egress policy",

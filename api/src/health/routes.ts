@@ -31,6 +31,7 @@ const HealthSchema = z
   .openapi("Health");
 
 const health = createRoute({
+  operationId: "getHealth",
   method: "get",
   path: "/health",
   summary: "Liveness, database and provider health",
@@ -48,6 +49,7 @@ const health = createRoute({
 });
 
 const metrics = createRoute({
+  operationId: "getMetrics",
   method: "get",
   path: "/metrics",
   summary: "Prometheus metrics",

@@ -37,6 +37,7 @@ const OwnInvitationParams = InvitationParams.pick({ invitationId: true });
 const createInvitation = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "createInvitation",
     method: "post",
     path: "/v1/workspaces/{workspaceId}/invitations",
     summary: "Invite someone by email",
@@ -69,6 +70,7 @@ const createInvitation = defineRoute(
 const listInvitations = defineRoute(
   { kind: "workspace", minRole: "admin" },
   {
+    operationId: "listInvitations",
     method: "get",
     path: "/v1/workspaces/{workspaceId}/invitations",
     summary: "Invitations of the workspace",
@@ -86,6 +88,7 @@ const listInvitations = defineRoute(
 const cancelInvitation = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "cancelInvitation",
     method: "delete",
     path: "/v1/workspaces/{workspaceId}/invitations/{invitationId}",
     summary: "Cancel a pending invitation",
@@ -98,6 +101,7 @@ const cancelInvitation = defineRoute(
 const myInvitations = defineRoute(
   { kind: "signed-in", people: true },
   {
+    operationId: "listMyInvitations",
     method: "get",
     path: "/v1/invitations",
     summary: "Pending invitations addressed to the caller's email",
@@ -114,6 +118,7 @@ const myInvitations = defineRoute(
 const acceptInvitation = defineRoute(
   { kind: "signed-in", people: true },
   {
+    operationId: "acceptInvitation",
     method: "post",
     path: "/v1/invitations/{invitationId}/accept",
     summary: "Accept an invitation addressed to the caller",

@@ -31,6 +31,7 @@ const MemberParams = WorkspaceIdParam.extend({
 const listMembers = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "listMembers",
     method: "get",
     path: "/v1/workspaces/{workspaceId}/members",
     summary: "Members of the workspace and their roles",
@@ -48,6 +49,7 @@ const listMembers = defineRoute(
 const changeRole = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "changeMemberRole",
     method: "patch",
     path: "/v1/workspaces/{workspaceId}/members/{memberId}",
     summary: "Change a member's role",
@@ -72,6 +74,7 @@ const changeRole = defineRoute(
 const removeMember = defineRoute(
   { kind: "workspace", minRole: "admin", people: true },
   {
+    operationId: "removeMember",
     method: "delete",
     path: "/v1/workspaces/{workspaceId}/members/{memberId}",
     summary: "Remove a member from the workspace",

@@ -70,6 +70,7 @@ const CurrentControlSchema = z
 const mintCapability = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "mintScreenCapability",
     method: "post",
     path: `${SCREEN_PATH}/capabilities`,
     summary: "Get a capability to open one screen through the screen proxy",
@@ -100,6 +101,7 @@ const mintCapability = defineRoute(
 const takeControl = defineRoute(
   { kind: "workspace", minRole: "member", people: true },
   {
+    operationId: "takeScreenControl",
     method: "post",
     path: `${SCREEN_PATH}/control`,
     summary: "Take control of a screen",
@@ -119,6 +121,7 @@ const takeControl = defineRoute(
 const currentControl = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getScreenControl",
     method: "get",
     path: `${SCREEN_PATH}/control`,
     summary: "Who controls a screen",
@@ -131,6 +134,7 @@ const currentControl = defineRoute(
 const renewControl = defineRoute(
   { kind: "workspace", minRole: "member", people: true },
   {
+    operationId: "renewScreenControl",
     method: "post",
     path: `${SCREEN_PATH}/control/{leaseId}/renew`,
     summary: "Renew one's control lease",
@@ -146,6 +150,7 @@ const renewControl = defineRoute(
 const releaseControl = defineRoute(
   { kind: "workspace", minRole: "member", people: true },
   {
+    operationId: "releaseScreenControl",
     method: "delete",
     path: `${SCREEN_PATH}/control/{leaseId}`,
     summary: "Release control (the holder), or revoke it (an admin or owner)",

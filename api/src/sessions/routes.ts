@@ -41,6 +41,7 @@ const botArchived = (bot: Bot) =>
 const openSession = defineRoute(
   { kind: "workspace", minRole: "member" },
   {
+    operationId: "openSession",
     method: "post",
     path: SESSIONS_PATH,
     summary: "Open a computer-use session for a bot",
@@ -63,6 +64,7 @@ const openSession = defineRoute(
 const getSession = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getSession",
     method: "get",
     path: SESSION_PATH,
     summary: "A session of a bot",
@@ -75,6 +77,7 @@ const getSession = defineRoute(
 const heartbeat = defineRoute(
   { kind: "workspace", minRole: "member" },
   {
+    operationId: "heartbeatSession",
     method: "post",
     path: `${SESSION_PATH}/heartbeat`,
     summary: "Keep a session (and its screen) alive",
@@ -91,6 +94,7 @@ const heartbeat = defineRoute(
 const endSession = defineRoute(
   { kind: "workspace", minRole: "member" },
   {
+    operationId: "endSession",
     method: "post",
     path: `${SESSION_PATH}/end`,
     summary: "End a session with its outcome",
@@ -120,6 +124,7 @@ const endSession = defineRoute(
 const listSessions = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "listSessions",
     method: "get",
     path: "/v1/workspaces/{workspaceId}/sessions",
     summary: "Open sessions of the workspace",

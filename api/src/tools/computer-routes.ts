@@ -54,6 +54,7 @@ const tags = ["Computer tools"];
 
 const shell = defineRoute(ADMIN, {
   tags,
+  operationId: "runComputerShell",
   method: "post",
   path: `${COMPUTER_PATH}/shell`,
   summary: "Run a command on the computer, streaming its output",
@@ -70,6 +71,7 @@ const shell = defineRoute(ADMIN, {
 
 const listFiles = defineRoute(MEMBER, {
   tags,
+  operationId: "listComputerFiles",
   method: "get",
   path: `${COMPUTER_PATH}/files`,
   summary: "List a folder of the computer's home",
@@ -80,6 +82,7 @@ const listFiles = defineRoute(MEMBER, {
 
 const deleteFile = defineRoute(ADMIN, {
   tags,
+  operationId: "deleteComputerFile",
   method: "delete",
   path: `${COMPUTER_PATH}/files`,
   summary: "Delete a file, link or folder (recursively) of the computer's home",
@@ -90,6 +93,7 @@ const deleteFile = defineRoute(ADMIN, {
 
 const readFile = defineRoute(MEMBER, {
   tags,
+  operationId: "readComputerFile",
   method: "get",
   path: `${COMPUTER_PATH}/files/content`,
   summary: "Download a file of the computer's home",
@@ -107,6 +111,7 @@ const readFile = defineRoute(MEMBER, {
 
 const writeFile = defineRoute(ADMIN, {
   tags,
+  operationId: "writeComputerFile",
   method: "put",
   path: `${COMPUTER_PATH}/files/content`,
   summary: "Upload a file into the computer's home",

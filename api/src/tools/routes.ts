@@ -57,6 +57,7 @@ const tags = ["Session tools"];
 
 const observe = defineRoute(MEMBER, {
   tags,
+  operationId: "observeSessionScreen",
   method: "post",
   path: `${SESSION_PATH}/observe`,
   summary: "Screenshot of the session's screen",
@@ -84,6 +85,7 @@ const observe = defineRoute(MEMBER, {
 
 const act = defineRoute(MEMBER, {
   tags,
+  operationId: "actOnSessionScreen",
   method: "post",
   path: `${SESSION_PATH}/act`,
   summary: "Input actions on the session's screen, in order",
@@ -118,6 +120,7 @@ const act = defineRoute(MEMBER, {
 
 const openPath = defineRoute(MEMBER, {
   tags,
+  operationId: "openSessionPath",
   method: "post",
   path: `${SESSION_PATH}/open-path`,
   summary: "Open a file or folder on the session's screen",
@@ -146,6 +149,7 @@ const openPath = defineRoute(MEMBER, {
 
 const launchApp = defineRoute(MEMBER, {
   tags,
+  operationId: "launchSessionApp",
   method: "post",
   path: `${SESSION_PATH}/launch-app`,
   summary: "Start an app on the session's screen",
@@ -184,6 +188,7 @@ const launchApp = defineRoute(MEMBER, {
 
 const shell = defineRoute(MEMBER, {
   tags,
+  operationId: "runSessionShell",
   method: "post",
   path: `${SESSION_PATH}/shell`,
   summary: "Run a command, streaming its output",
@@ -201,6 +206,7 @@ const shell = defineRoute(MEMBER, {
 
 const listFiles = defineRoute(MEMBER, {
   tags,
+  operationId: "listSessionFiles",
   method: "get",
   path: `${SESSION_PATH}/files`,
   summary: "List a folder",
@@ -214,6 +220,7 @@ const listFiles = defineRoute(MEMBER, {
 
 const deleteFile = defineRoute(MEMBER, {
   tags,
+  operationId: "deleteSessionFile",
   method: "delete",
   path: `${SESSION_PATH}/files`,
   summary: "Delete a file, link or folder (recursively)",
@@ -224,6 +231,7 @@ const deleteFile = defineRoute(MEMBER, {
 
 const readFile = defineRoute(MEMBER, {
   tags,
+  operationId: "readSessionFile",
   method: "get",
   path: `${SESSION_PATH}/files/content`,
   summary: "Read a file",
@@ -241,6 +249,7 @@ const readFile = defineRoute(MEMBER, {
 
 const writeFile = defineRoute(MEMBER, {
   tags,
+  operationId: "writeSessionFile",
   method: "put",
   path: `${SESSION_PATH}/files/content`,
   summary: "Write a file",
@@ -264,6 +273,7 @@ const writeFile = defineRoute(MEMBER, {
 
 const downloadFolder = defineRoute(MEMBER, {
   tags,
+  operationId: "downloadSessionFolder",
   method: "get",
   path: `${SESSION_PATH}/files/archive`,
   summary: "Download a folder as a tar archive",
@@ -274,6 +284,7 @@ const downloadFolder = defineRoute(MEMBER, {
 
 const uploadFolder = defineRoute(MEMBER, {
   tags,
+  operationId: "uploadSessionFolder",
   method: "post",
   path: `${SESSION_PATH}/files/archive`,
   summary: "Upload a tar archive into a folder",

@@ -37,6 +37,7 @@ const CreateWorkspaceSchema = z
 const createWorkspace = defineRoute(
   { kind: "signed-in", people: true },
   {
+    operationId: "createWorkspace",
     method: "post",
     path: "/v1/workspaces",
     summary: "Create a workspace; the caller becomes its owner",
@@ -52,6 +53,7 @@ const createWorkspace = defineRoute(
 const listWorkspaces = defineRoute(
   { kind: "signed-in" },
   {
+    operationId: "listWorkspaces",
     method: "get",
     path: "/v1/workspaces",
     summary: "Workspaces the caller belongs to (an API key sees its own)",
@@ -68,6 +70,7 @@ const listWorkspaces = defineRoute(
 const getWorkspace = defineRoute(
   { kind: "workspace", minRole: "viewer" },
   {
+    operationId: "getWorkspace",
     method: "get",
     path: "/v1/workspaces/{workspaceId}",
     summary: "One workspace",

@@ -5,6 +5,7 @@ const METHODS: readonly Method[] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 /** The parts of an OpenAPI 3.1 operation the suites read. */
 export interface Operation {
+  operationId?: string;
   parameters?: {
     name: string;
     in: "path" | "query" | "header" | "cookie";
