@@ -53,6 +53,7 @@ export const BASE_PROGRAMS = [
   "node",
   "npm",
   "npx",
+  "nsenter",
   "perl",
   "runuser",
   "sh",
@@ -61,6 +62,7 @@ export const BASE_PROGRAMS = [
   "sync",
   "tar",
   "umount",
+  "unshare",
   "xargs",
 ];
 
