@@ -70,11 +70,18 @@ async function expectAccepts(target: VncTarget, password: string, expected: bool
   if (accepted !== null) expect(accepted, `the server takes ${password}`).toBe(expected);
 }
 
-/** The backend's listHome; a backend without one is excused from the cases that use it by name. */
-function listingOf(p: SandboxProvider): NonNullable<SandboxProvider["listHome"]> {
+/**
+ * The backend's listHome for a running machine, which it must list; a backend without one is
+ * excused from the cases that use it by name.
+ */
+function listingOf(p: SandboxProvider): (ref: MachineRef) => Promise<HomeListing> {
   const listHome = p.listHome?.bind(p);
   if (!listHome) throw new Error("no listHome: name the lists-the-home exception with its reason");
-  return listHome;
+  return async (ref) => {
+    const listing = await listHome(ref);
+    if (!listing) throw new Error("a running machine was not listed");
+    return listing;
+  };
 }
 
 /** A tar's entries by name: type, mode, mtime, link target and a hash of the content. */
@@ -492,10 +499,8 @@ export function conformanceSuite(
             await p.writeFile(ref, "keep.txt", bytes("keep\n"));
             await p.writeFile(ref, "dir/change.txt", bytes("AAAA"));
             await p.writeFile(ref, "gone.txt", bytes("x"));
-            const byPath = (listing: HomeListing | null) => {
-              if (!listing) throw new Error("a running machine was not listed");
-              return new Map(listing.entries.map((entry) => [entry.path, entry]));
-            };
+            const byPath = (listing: HomeListing) =>
+              new Map(listing.entries.map((entry) => [entry.path, entry]));
             const first = byPath(await listHome(ref));
             expect([first.get(".")?.type, first.get("dir")?.type, first.get("keep.txt")?.type]).toEqual([
               "directory",
@@ -539,9 +544,7 @@ export function conformanceSuite(
               timeoutMs: 10_000,
             });
             expect(made.exit.code, made.stderr).toBe(0);
-            const listing = await listHome(ref);
-            if (!listing) throw new Error("a running machine was not listed");
-            const paths = listing.entries
+            const paths = (await listHome(ref)).entries
               .map((entry) => entry.path)
               .filter((path) => path === "same" || path.startsWith("same/"));
             expect([...paths].sort()).toEqual([

@@ -55,24 +55,27 @@ function steppingIn(before: (program: string, args: string[], input?: string) =>
   } satisfies FirewallRunner;
 }
 
+/** `iptables -S` in the namespace, of one chain or of all. */
+const rules = (chain?: string) => firewall.iptables.iptables(["-S", ...(chain ? [chain] : [])]);
+
 describe("the egress enforcer beside another supervisor on one firewall", () => {
   it("stops a computer whose jump another supervisor's sweep removed between its read and its removal", async () => {
     const ref = refOf("stopping");
     // the other supervisor deletes the jump just before this one's own deletion runs
     const enforcer = await enforcerOn(
-      steppingIn(async (program, _args, input) => {
+      steppingIn(async (program, args, input) => {
         if (program !== "iptables-restore" || !input?.includes(`-D ${EGRESS_CHAIN}`)) return false;
-        await firewall.runner.run(program, ["-w", "10", "--noflush"], input);
+        await firewall.runner.run(program, args, input);
         return true;
       }),
     );
     await enforcer.attach(ref, "10.88.0.5");
-    expect(await firewall.rules(EGRESS_CHAIN)).toContain(jumpComment(ref.homeKey));
+    expect(await rules(EGRESS_CHAIN)).toContain(jumpComment(ref.homeKey));
 
     await enforcer.detach(ref.homeKey);
-    const rules = await firewall.rules();
-    expect(rules).not.toContain(jumpComment(ref.homeKey));
-    expect(rules).not.toContain(computerTag(ref.homeKey));
+    const after = await rules();
+    expect(after).not.toContain(jumpComment(ref.homeKey));
+    expect(after).not.toContain(computerTag(ref.homeKey));
   });
 
   it("a sweep at start never empties the chains of a computer another supervisor attaches meanwhile", async () => {
@@ -85,30 +88,28 @@ describe("the egress enforcer beside another supervisor on one firewall", () => 
       steppingIn(async (program, args) => {
         if (program !== "iptables" || args.at(-1) !== "-S") return false;
         await running.attach(ref, "10.88.0.6");
-        attachedRules = await firewall.rules(chain);
+        attachedRules = await rules(chain);
         return true;
       }),
     );
     await sweeping.sweep(async () => "10.88.0.6");
     expect(attachedRules).toContain(`-A ${chain} `);
-    expect(await firewall.rules(chain)).toBe(attachedRules);
+    expect(await rules(chain)).toBe(attachedRules);
   });
 
   it("a sweep leaves whole a computer chain that something still jumps to, rather than empty", async () => {
     const kept = `${computerTag("referenced")}-B`;
     const unreached = `${computerTag("gone")}-B`;
-    for (const name of [kept, unreached, "SOMEONE-ELSE"]) {
-      await firewall.runner.run("iptables", ["-w", "10", "-N", name]);
-    }
-    await firewall.runner.run("iptables", ["-w", "10", "-A", kept, "-j", "REJECT"]);
-    await firewall.runner.run("iptables", ["-w", "10", "-A", "SOMEONE-ELSE", "-j", kept]);
-    const before = await firewall.rules(kept);
+    const { iptables } = firewall.iptables;
+    for (const name of [kept, unreached, "SOMEONE-ELSE"]) await iptables(["-N", name]);
+    await iptables(["-A", kept, "-j", "REJECT"]);
+    await iptables(["-A", "SOMEONE-ELSE", "-j", kept]);
+    const before = await rules(kept);
 
     const enforcer = await enforcerOn();
     await enforcer.sweep(async () => null);
-    const rules = await firewall.rules();
-    expect(rules).not.toContain(unreached);
-    expect(await firewall.rules(kept)).toBe(before);
+    expect(await rules()).not.toContain(unreached);
+    expect(await rules(kept)).toBe(before);
     expect(before).toContain("-j REJECT");
   });
 });

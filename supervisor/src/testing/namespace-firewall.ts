@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readlink } from "node:fs/promises";
+import { type Iptables, iptablesOf } from "../egress/iptables.ts";
 import { type FirewallRunner, localRunner } from "../egress/runner.ts";
 
 /**
@@ -11,8 +12,8 @@ import { type FirewallRunner, localRunner } from "../egress/runner.ts";
 export interface NamespaceFirewall {
   /** Runs the firewall programs in the namespace. */
   runner: FirewallRunner;
-  /** `iptables -S` (or of one chain) in the namespace. */
-  rules(chain?: string): Promise<string>;
+  /** The enforcer's own iptables commands, on the namespace's firewall. */
+  iptables: Iptables;
   close(): void;
 }
 
@@ -36,10 +37,11 @@ export async function startNamespaceFirewall(): Promise<NamespaceFirewall> {
     if (tries === 100) throw new Error("unshare made no network namespace in 2 s");
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  await runner.run("iptables", ["-w", "10", "-N", "DOCKER-USER"]);
+  const iptables = iptablesOf(runner);
+  await iptables.iptables(["-N", "DOCKER-USER"]);
   return {
     runner,
-    rules: (chain) => runner.run("iptables", ["-w", "10", "-S", ...(chain ? [chain] : [])]),
+    iptables,
     close: () => holder.kill("SIGKILL"),
   };
 }
