@@ -91,6 +91,17 @@ export default defineConfig({
         test: { name: "providers-waiting", ...twoAtATime, include: waitingSuites },
       },
       {
+        // the client library, the CLI and the MCP server: users of one deployment (real api,
+        // supervisor and Docker desktops) that the project's setup starts once for all three
+        extends: true,
+        test: {
+          name: "client",
+          ...twoAtATime,
+          include: ["client/test/**/*.test.ts"],
+          globalSetup: ["client/testing/deployment.ts"],
+        },
+      },
+      {
         extends: true,
         test: { name: "providers", ...oneAtATime(2), include: [providerSuites], exclude: waitingSuites },
       },

@@ -1,12 +1,12 @@
-// The dashboard's api types (web/src/api/schema.d.ts), generated from the OpenAPI document a real api
-// serves at /openapi.json. Run `npm run generate:api` after changing a route; a test checks the
+// The api's types (client/src/schema.d.ts: @cubicle/client's, which the dashboard imports too),
+// generated from the OpenAPI document a real api serves at /openapi.json. Run `npm run generate:api` after changing a route; a test checks the
 // committed file is current.
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
 import { startTestApi } from "../api/test/support/harness.ts";
 
-export const SCHEMA_FILE = new URL("../web/src/api/schema.d.ts", import.meta.url);
+export const SCHEMA_FILE = new URL("../client/src/schema.d.ts", import.meta.url);
 
 export async function schemaSource(): Promise<string> {
   const api = await startTestApi();

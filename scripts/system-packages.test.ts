@@ -181,7 +181,7 @@ function repositorySources(): string[] {
         !file.startsWith("computer-image/rootfs/") &&
         // scripts that run inside the service images, on the packages their Dockerfile installs
         !file.startsWith("deploy/images/") &&
-        file !== "web/src/api/schema.d.ts" &&
+        file !== "client/src/schema.d.ts" &&
         // this file's own example sources are not launches
         file !== "scripts/system-packages.test.ts" &&
         existsSync(join(root, file)),

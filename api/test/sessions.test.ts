@@ -106,6 +106,10 @@ describe("opening a session", () => {
     const busy = problem(await automation.open(b.id), 409, "COMPUTER_BUSY");
     expect(busy.detail).toContain(w.people.member.email);
     expect(busy.detail).toContain(first.sessionId);
+    // the holder also as fields, for clients that name it without parsing prose
+    expect(busy).toMatchObject({
+      holder: { type: "user", id: first.holder.id, sessionId: first.sessionId, expiresAt: first.expiresAt },
+    });
     // The same holder too: one session per bot, whoever asks.
     problem(await member.open(b.id), 409, "COMPUTER_BUSY");
     expectStatus(await member.end(first), 200);

@@ -13,6 +13,19 @@ export const ProblemSchema = z
     instance: z.string().optional(),
     requestId: z.string().optional(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    holder: z
+      .object({
+        type: z.enum(["user", "api_key"]),
+        id: z.string(),
+        name: z.string().nullable(),
+        sessionId: z.string(),
+        expiresAt: z.string().datetime(),
+      })
+      .optional()
+      .openapi({
+        description:
+          "`COMPUTER_BUSY` on opening a session: the open session that holds the bot, and who holds it.",
+      }),
   })
   .openapi("Problem");
 export type Problem = z.infer<typeof ProblemSchema>;
@@ -51,6 +64,8 @@ export class HttpProblem extends Error {
 
   /** Sent as Retry-After: the problem is expected to pass (503, 429). */
   retryAfterSeconds: number | undefined;
+  /** Sent as `holder`, so a client names who holds a bot without parsing `detail`. */
+  holder: Problem["holder"];
 }
 
 /** What a problem says whether or not a request got as far as the app (see client-errors.ts). */
@@ -71,6 +86,7 @@ export function problemBody(c: Context, problem: HttpProblem): Problem {
     instance: new URL(c.req.url).pathname,
     ...(typeof requestId === "string" ? { requestId } : {}),
     ...(problem.errors ? { errors: problem.errors } : {}),
+    ...(problem.holder ? { holder: problem.holder } : {}),
   };
 }
 

@@ -63,10 +63,19 @@ export async function requireCurrent(
     throw await staleFence(db, session, fence);
 }
 
-export const computerBusy = (bot: Bot, holder: SessionView) =>
-  new HttpProblem(
+export function computerBusy(bot: Bot, holder: SessionView): HttpProblem {
+  const busy = new HttpProblem(
     409,
     "COMPUTER_BUSY",
     `Bot ${bot.name} already has an open session, held by ${describeHolder(holder)} until ` +
       `${iso(holder.expires_at)} (session ${holder.id}). It ends when its holder ends it or stops heartbeating.`,
   );
+  busy.holder = {
+    type: holder.holder_type,
+    id: holder.holder_id,
+    name: holder.holder_name,
+    sessionId: holder.id,
+    expiresAt: iso(holder.expires_at),
+  };
+  return busy;
+}

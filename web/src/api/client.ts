@@ -1,5 +1,5 @@
+import type { components, paths } from "@cubicle/client/schema";
 import createClient from "openapi-fetch";
-import type { components, paths } from "./schema";
 
 /** A response or request body of the api, by its OpenAPI schema name. */
 export type Schema<Name extends keyof components["schemas"]> = components["schemas"][Name];

@@ -1,4 +1,4 @@
-import type { paths } from "@/api/schema.d.ts";
+import type { paths } from "@cubicle/client/schema";
 
 export type AuditQuery = NonNullable<
   paths["/v1/workspaces/{workspaceId}/audit-events"]["get"]["parameters"]["query"]

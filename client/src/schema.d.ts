@@ -1311,6 +1311,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the workspace's changes live (Server-Sent Events)
+         * @description Computers' states, sessions opened and ended, control of screens, checkpoints: each as an SSE event named by its audit action (`computer.started`, `session.opened`, `checkpoint.created`…) whose data is a `WorkspaceEvent`, and whose `id` is its position in the stream.
+         *
+         *     The stream opens with `ready` (data `{workspaceId}`, `id` the position it starts from), then sends every event after that position, in the same order on every replica, and `: keep-alive` comments while idle. Without an id it starts now; with one it resumes just after it, losing and repeating nothing. EventSource does that by itself when it reconnects.
+         *
+         *     Access: workspace member or higher.
+         */
+        get: operations["streamWorkspaceEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1367,6 +1391,16 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            /** @description `COMPUTER_BUSY` on opening a session: the open session that holds the bot, and who holds it. */
+            holder?: {
+                /** @enum {string} */
+                type: "user" | "api_key";
+                id: string;
+                name: string | null;
+                sessionId: string;
+                /** Format: date-time */
+                expiresAt: string;
+            };
         };
         User: {
             id: string;
@@ -1918,6 +1952,34 @@ export interface components {
             files: number;
             bytes: number;
             skipped: number;
+        };
+        WorkspaceEvent: {
+            /**
+             * @description The event's position, also its SSE `id`.
+             * @example 7412-318
+             */
+            id: string;
+            /**
+             * @description The audit action, also the SSE `event` name.
+             * @enum {string}
+             */
+            type: "computer.created" | "computer.started" | "computer.start_failed" | "computer.stopped" | "computer.stop_failed" | "computer.destroyed" | "computer.destroy_failed" | "session.opened" | "session.ended" | "session.expired" | "screen.control_granted" | "screen.control_released" | "screen.control_expired" | "screen.control_revoked" | "checkpoint.created" | "checkpoint.failed" | "checkpoint.restored" | "checkpoint.pruned";
+            /** Format: date-time */
+            occurredAt: string;
+            workspaceId: string;
+            actor: {
+                /** @enum {string} */
+                type: "user" | "api_key" | "system" | "anonymous";
+                label: string | null;
+            };
+            target: {
+                type: string;
+                id: string;
+            } | null;
+            /** @description The audit record's data. */
+            data: {
+                [key: string]: unknown;
+            };
         };
     };
     responses: never;
@@ -7086,6 +7148,70 @@ export interface operations {
             };
             /** @description The archive is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    streamWorkspaceEvents: {
+        parameters: {
+            query?: {
+                /** @description Resume after this event, for clients that cannot send Last-Event-ID. */
+                lastEventId?: string;
+            };
+            header?: {
+                /** @description Resume after this event; wins over `lastEventId`, which a reconnecting EventSource keeps sending unchanged in its URL. */
+                "last-event-id"?: string;
+            };
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream; each event's data is one `WorkspaceEvent`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["WorkspaceEvent"];
+                };
+            };
+            /** @description The event id is not one this stream sent (`INVALID_EVENT_ID`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid session or API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The caller's role does not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to the caller. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,29 @@
+export type { DesktopAction, Modifier, MouseButton, Point } from "./actions.ts";
+export {
+  type AuditPage,
+  type AuditQuery,
+  type Bot,
+  type Checkpoint,
+  type Computer,
+  Cubicle,
+  type CubicleEnv,
+  type CubicleOptions,
+  must,
+  type Schemas,
+} from "./cubicle.ts";
+export type { WorkspaceEvent, WorkspaceEventsOptions } from "./events.ts";
+export { ComputerBusyError, CubicleError, type Problem, type SessionHolder } from "./problem.ts";
+export type { components, operations, paths } from "./schema";
+export {
+  type ActResult,
+  type FileBody,
+  type FileList,
+  type Observation,
+  type ScreenCapability,
+  Session,
+  type SessionOptions,
+  type SessionRecord,
+  type Upload,
+} from "./session.ts";
+export { ABORTED_EXIT, type ShellEvent, type ShellRequest, type ShellResult } from "./shell.ts";
+export type { TransportOptions } from "./transport.ts";

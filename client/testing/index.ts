@@ -1,0 +1,35 @@
+import { randomBytes } from "node:crypto";
+import { inject } from "vitest";
+import { type Bot, Cubicle, must } from "../src/index.ts";
+import type { ClientDeployment } from "./deployment.ts";
+
+export type { ClientDeployment } from "./deployment.ts";
+
+/** The run's deployment (see deployment.ts), as a suite of the `client` project is given it. */
+export const deployment = (): ClientDeployment => inject("clientDeployment");
+
+/** A client as an automation holds one: the deployment's url and a member's API key. */
+export const memberClient = (options: { retries?: number } = {}) =>
+  new Cubicle({ url: deployment().url, apiKey: deployment().memberKey, ...options });
+
+/** A Team bot of its own for one test, made by an admin (what the automation is handed). */
+export async function makeBot(label: string): Promise<Bot> {
+  const admin = new Cubicle({ url: deployment().url, apiKey: deployment().adminKey });
+  const workspaceId = await admin.workspaceId();
+  return must(
+    admin.api.POST("/v1/workspaces/{workspaceId}/bots", {
+      params: { path: { workspaceId } },
+      body: {
+        name: `${label} ${randomBytes(3).toString("hex")}`,
+        charter: {
+          purpose: "is driven by the client suites",
+          boundary: "stays in its folder",
+          privacyReason: "",
+        },
+        computerMode: "team",
+      },
+    }),
+  );
+}
+
+export { pngSize } from "./png.ts";
