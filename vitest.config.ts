@@ -50,7 +50,7 @@ export default defineConfig({
           name: "unit",
           ...twoAtATime,
           include: [
-            "{db,api,proxy,supervisor,config,providers}/src/**/*.test.ts",
+            "{db,api,proxy,supervisor,config,providers,client}/src/**/*.test.ts",
             "providers/testing/fake/**/*.test.ts",
             "scripts/**/*.test.ts",
             "emulators/src/**/*.test.ts",
