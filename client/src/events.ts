@@ -1,19 +1,14 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { Cubicle } from "./cubicle.ts";
 import { errorOf } from "./problem.ts";
+import type { components } from "./schema";
 
-/** A change in the workspace, as `GET /v1/workspaces/{id}/events` sends it. */
-export interface WorkspaceEvent {
-  /** Its position in the stream: pass it back as `lastEventId` to resume after it. */
-  id: string;
-  /** What happened: `session.opened`, `computer.started`, `checkpoint.created`… */
-  type: string;
-  occurredAt: string;
-  workspaceId: string;
-  actor: { type: string; label: string | null };
-  target: { type: string; id: string } | null;
-  data: Record<string, unknown>;
-}
+/**
+ * A change in the workspace, as `GET /v1/workspaces/{id}/events` sends it: `type` is its audit
+ * action (`session.opened`, `computer.started`…), `id` its position (pass it back as
+ * `lastEventId` to resume after it).
+ */
+export type WorkspaceEvent = components["schemas"]["WorkspaceEvent"];
 
 export interface WorkspaceEventsOptions {
   /** Resume after this event (every later one is sent, then live ones); from now when absent. */
@@ -65,6 +60,8 @@ export async function* workspaceEvents(
           data: string;
         }>) {
           if (message.event === "ready") {
+            // where the stream starts: a reconnection before any event resumes from here, not from a later now
+            if (message.id) resumeFrom = message.id;
             wait = FIRST_RECONNECT_MS;
             onReady?.();
             continue;

@@ -1,7 +1,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { until } from "../../api/test/support/until.ts";
-import { ComputerBusyError, CubicleError, type Session, type ShellEvent } from "../src/index.ts";
+import {
+  ComputerBusyError,
+  CubicleError,
+  type Session,
+  type ShellEvent,
+  type WorkspaceEvent,
+} from "../src/index.ts";
 import { deployment, makeBot, memberClient, pngSize } from "../testing/index.ts";
 
 /** A computer's first start (container, desktop, screens) is slow on a busy host. */
@@ -141,5 +147,53 @@ describe("an automation with only the library and a member's API key", () => {
     expect(stale).toMatchObject({ status: 409, code: "STALE_FENCE" });
     expect(lost).toEqual([]);
     await reclaimed.end();
+  });
+});
+
+describe("a workspace's events through the library", () => {
+  it("follows a session's life in order, and resumes after an event without loss or repeats", {
+    timeout: SLOW,
+  }, async () => {
+    const cubicle = memberClient();
+    const bot = await makeBot("Events");
+    const abort = new AbortController();
+    let ready!: () => void;
+    const following = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    const all: WorkspaceEvent[] = [];
+    let sessionId = "";
+    const read = (async () => {
+      for await (const event of cubicle.events({ signal: abort.signal, onReady: ready })) {
+        all.push(event);
+        if (event.type === "session.ended" && event.target?.id === sessionId) abort.abort();
+      }
+    })();
+    await following;
+    const session = await cubicle.openSession(bot.id);
+    sessionId = session.id;
+    await session.end("failure");
+    await read;
+    const ofSession = all.filter((event) => event.target?.id === session.id);
+    expect(ofSession.map((e) => e.type)).toEqual(["session.opened", "session.ended"]);
+    expect(ofSession[1]).toMatchObject({
+      target: { type: "session", id: session.id },
+      data: { outcome: "failure" },
+    });
+
+    // from the opening on: the end comes next, once
+    const opened = ofSession[0]?.id;
+    const again = new AbortController();
+    const resumed: WorkspaceEvent[] = [];
+    for await (const event of cubicle.events({ lastEventId: opened, signal: again.signal })) {
+      if (event.target?.id === session.id) resumed.push(event);
+      if (event.id === ofSession[1]?.id) again.abort();
+    }
+    expect(resumed.map((e) => e.id)).toEqual([ofSession[1]?.id]);
+
+    const refused = await (async () => {
+      for await (const _ of cubicle.events({ lastEventId: "not-an-id" })) return "an event";
+    })().catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 400, code: "INVALID_EVENT_ID" });
   });
 });
