@@ -12,6 +12,7 @@ import { credentialRoutes } from "./credentials/routes.ts";
 import { deploymentRoutes } from "./deployment/routes.ts";
 import { doctorRoutes } from "./doctor/routes.ts";
 import { egressRoutes } from "./egress/routes.ts";
+import { eventRoutes } from "./events/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { accessLog } from "./http/access-log.ts";
 import { wellFormedText } from "./http/body.ts";
@@ -64,6 +65,7 @@ export function createApp(deps: AppDeps) {
   app.route("/", checkpointRoutes());
   app.route("/", screenRoutes());
   app.route("/", sessionRoutes());
+  app.route("/", eventRoutes());
   app.route("/", proxyRoutes());
   app.route("/", doctorRoutes());
   app.route("/", referenceRoutes(OPENAPI_PATH));

@@ -867,6 +867,19 @@ const MATRIX: Row[] = [
     }),
   },
 
+  // Events
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/events",
+    expect: membersAndKeys(200),
+    prepare: async () => ({
+      allowed: (r) => {
+        expect(r.headers.get("content-type")).toContain("text/event-stream");
+        expect(r.text).toContain(`event: ready\ndata: {"workspaceId":"${w.workspaceId}"}`);
+      },
+    }),
+  },
+
   // Deployment
   {
     method: "GET",

@@ -6,6 +6,7 @@ import * as checkpoints from "./migrations/0004_checkpoints.ts";
 import * as accessChanges from "./migrations/0005_access_changes.ts";
 import * as authRateLimit from "./migrations/0006_auth_rate_limit.ts";
 import * as egressPolicy from "./migrations/0007_egress_policy.ts";
+import * as eventPositions from "./migrations/0008_event_positions.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ export const migrations: Record<string, Migration> = {
   "0005_access_changes": accessChanges,
   "0006_auth_rate_limit": authRateLimit,
   "0007_egress_policy": egressPolicy,
+  "0008_event_positions": eventPositions,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

@@ -200,6 +200,11 @@ export interface AuditEventsTable {
   ip: string | null;
   request_id: string | null;
   data: ColumnType<Record<string, unknown>, string | undefined, never>;
+  /**
+   * The writing transaction's id (xid8, which both drivers return as a decimal string); null on
+   * rows older than live events. Set by the database, never by a caller.
+   */
+  xact: ColumnType<string | null, never, never>;
 }
 
 export interface ConnectorCredentialsTable {

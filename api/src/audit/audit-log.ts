@@ -1,5 +1,6 @@
 import type { ActorType, AuditEvent, Database } from "@cubicle/db";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
+import { isEventAction, WORKSPACE_EVENTS_CHANNEL } from "../events/kinds.ts";
 import { currentRequest } from "../http/request-context.ts";
 
 export interface AuditActor {
@@ -60,6 +61,9 @@ export class AuditLog {
         data: JSON.stringify(entry.data ?? {}),
       })
       .execute();
+    // wakes the workspace's event streams on every replica, when (and only if) the record commits
+    if (entry.workspaceId && isEventAction(entry.action))
+      await sql`select pg_notify(${WORKSPACE_EVENTS_CHANNEL}, ${entry.workspaceId})`.execute(db);
   }
 
   /** Newest first; the cursor is the id of the last event of the previous page. */

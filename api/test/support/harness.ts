@@ -140,7 +140,7 @@ export class TestClient {
       if (/max-age=0/i.test(cookie)) this.cookies.delete(name);
       else this.cookies.set(name, value.join("="));
     }
-    const text = await response.text();
+    const text = await bodyText(response);
     this.responses.push(text);
     let json: unknown = null;
     try {
@@ -187,6 +187,22 @@ export class TestClient {
   signIn(email: string, password = "correct horse battery"): Promise<RawResponse> {
     return this.post("/api/auth/sign-in/email", { email, password });
   }
+}
+
+/** The whole body; of an event stream, which does not end, its first event only. */
+async function bodyText(response: Response): Promise<string> {
+  if (!response.headers.get("content-type")?.startsWith("text/event-stream") || !response.body)
+    return response.text();
+  const decoder = new TextDecoder();
+  const reader = response.body.getReader();
+  let text = "";
+  while (!text.includes("\n\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  await reader.cancel();
+  return text;
 }
 
 /** Fails the test with the response text when the status is not the expected one. */

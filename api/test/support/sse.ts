@@ -1,6 +1,8 @@
 export interface ServerSentEvent {
   event: string;
   data: string;
+  /** The event's `id:` field, when it has one. */
+  id?: string;
 }
 
 /**
@@ -10,6 +12,8 @@ export interface ServerSentEvent {
 export class EventStreamReader {
   readonly events: ServerSentEvent[] = [];
   readonly comments: string[] = [];
+  /** Everything received, as it came. */
+  raw = "";
   readonly ended: Promise<void>;
   private cursor = 0;
   private notify = () => {};
@@ -26,7 +30,9 @@ export class EventStreamReader {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buffer += decoder.decode(value, { stream: true });
+        const text = decoder.decode(value, { stream: true });
+        this.raw += text;
+        buffer += text;
         let end = buffer.indexOf("\n\n");
         while (end !== -1) {
           this.parse(buffer.slice(0, end));
@@ -43,13 +49,16 @@ export class EventStreamReader {
 
   private parse(block: string): void {
     let event = "message";
+    let id: string | undefined;
     const data: string[] = [];
     for (const line of block.split("\n")) {
       if (line.startsWith(":")) this.comments.push(line.slice(1).trim());
       else if (line.startsWith("event: ")) event = line.slice(7);
       else if (line.startsWith("data: ")) data.push(line.slice(6));
+      else if (line.startsWith("id: ")) id = line.slice(4);
     }
-    if (data.length > 0) this.events.push({ event, data: data.join("\n") });
+    if (data.length > 0)
+      this.events.push({ event, data: data.join("\n"), ...(id === undefined ? {} : { id }) });
     this.notify();
   }
 
