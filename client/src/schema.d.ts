@@ -1963,7 +1963,7 @@ export interface components {
              * @description The audit action, also the SSE `event` name.
              * @enum {string}
              */
-            type: "computer.created" | "computer.started" | "computer.start_failed" | "computer.stopped" | "computer.stop_failed" | "computer.destroyed" | "computer.destroy_failed" | "session.opened" | "session.ended" | "session.expired" | "screen.control_granted" | "screen.control_released" | "screen.control_expired" | "screen.control_revoked" | "checkpoint.created" | "checkpoint.failed" | "checkpoint.restored" | "checkpoint.pruned";
+            type: "computer.created" | "computer.started" | "computer.start_failed" | "computer.stopped" | "computer.stop_failed" | "computer.destroyed" | "computer.destroy_failed" | "session.opened" | "session.ended" | "session.expired" | "screen.control_granted" | "screen.control_released" | "screen.control_expired" | "screen.control_revoked" | "checkpoint.created" | "checkpoint.failed" | "checkpoint.abandoned" | "checkpoint.restored" | "checkpoint.pruned";
             /** Format: date-time */
             occurredAt: string;
             workspaceId: string;

@@ -27,9 +27,11 @@ export const EVENT_ACTIONS = [
   "screen.control_released",
   "screen.control_expired",
   "screen.control_revoked",
-  // checkpoints (checkpoints/checkpoints.ts); pruned: revisions left the timeline
+  // checkpoints (checkpoints/checkpoints.ts, retries.ts); pruned: revisions left the timeline;
+  // abandoned: its retries gave up, so the pending retry the timeline showed is gone
   "checkpoint.created",
   "checkpoint.failed",
+  "checkpoint.abandoned",
   "checkpoint.restored",
   "checkpoint.pruned",
 ] as const;
