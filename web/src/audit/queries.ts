@@ -30,7 +30,8 @@ export function useAuditEvents(
     },
     initialPageParam: null as string | null,
     getNextPageParam: (page) => page.nextCursor,
-    // every loaded page is fetched again on each tick, so only trails beside live work poll
+    // every loaded page is fetched again on each tick, so only trails beside live work poll; kept
+    // with live events followed, since most audit actions (tool calls, files, keys) are no events
     refetchInterval: poll ? 15_000 : false,
   });
 }

@@ -3,6 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schema, unwrap } from "@/api/client.ts";
 import { computersKey } from "@/computers/queries.ts";
+import { pollAtExpiry, useLive } from "@/events/live.ts";
 import type { Role } from "@/workspaces/queries.ts";
 
 export type Bot = Schema<"Bot">;
@@ -14,9 +15,10 @@ export const MANAGE_BOTS: Role = "admin";
 /** Lengths the api accepts for a name and for each charter text. */
 export const BOT_LIMITS = { name: 100, charter: 2_000 } as const;
 
-const botsKey = (workspaceId: string) => ["bots", workspaceId] as const;
+export const botsKey = (workspaceId: string) => ["bots", workspaceId] as const;
 
 export function useBots(workspaceId: string, includeArchived: boolean) {
+  const live = useLive();
   return useQuery({
     queryKey: [...botsKey(workspaceId), { includeArchived }],
     queryFn: async () =>
@@ -27,8 +29,16 @@ export function useBots(workspaceId: string, includeArchived: boolean) {
           }),
         )
       ).items,
-    // Busy and idle follow sessions that automations open and end elsewhere.
-    refetchInterval: 10_000,
+    // Busy and idle follow sessions that automations open and end elsewhere: session events read
+    // the list again (and just after a session's expiry shown, for its heartbeats); without them
+    // (a viewer, a lost stream) it is polled.
+    refetchInterval: ({ state: { data = [] } }) =>
+      live
+        ? pollAtExpiry(
+            data.flatMap((bot) => (bot.session ? [bot.session.expiresAt] : [])),
+            false,
+          )
+        : 10_000,
   });
 }
 

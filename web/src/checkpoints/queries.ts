@@ -3,6 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schema, unwrap } from "@/api/client.ts";
 import { type Computer, computerKey, computersKey } from "@/computers/queries.ts";
+import { useLive } from "@/events/live.ts";
 
 export type Checkpoint = Schema<"Checkpoint">;
 export type CheckpointList = Schema<"CheckpointList">;
@@ -13,12 +14,17 @@ const checkpointsKey = (computer: Computer) => [
   "checkpoints",
 ];
 
-/** Polled: sessions ending, stops and idle suspension take checkpoints without this page. */
+/**
+ * Sessions ending, stops, idle suspension and retries take checkpoints without this page: each one
+ * (taken, failed, abandoned, restored, pruned) is an event that reads the timeline again. Polled
+ * only while events are not followed (a viewer, a lost stream).
+ */
 const POLL_MS = 30_000;
 const RETRY_POLL_MS = 10_000;
 
 export function useCheckpoints(computer: Computer) {
   const { workspaceId, id: computerId } = computer;
+  const live = useLive();
   return useQuery({
     queryKey: checkpointsKey(computer),
     queryFn: () =>
@@ -27,7 +33,7 @@ export function useCheckpoints(computer: Computer) {
           params: { path: { workspaceId, computerId } },
         }),
       ),
-    refetchInterval: (query) => (query.state.data?.retry ? RETRY_POLL_MS : POLL_MS),
+    refetchInterval: (query) => (live ? false : query.state.data?.retry ? RETRY_POLL_MS : POLL_MS),
   });
 }
 

@@ -2,16 +2,30 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { api, type Schema, unwrap } from "@/api/client.ts";
+import { pollAtExpiry, useLive } from "@/events/live.ts";
 
 export type Session = Schema<"Session">;
 
-/** Sessions open and not expired, oldest first; they come and go without this page, so it polls. */
+export const sessionsKey = (workspaceId: string) => ["workspaces", workspaceId, "sessions"] as const;
+
+/**
+ * Sessions open and not expired, oldest first. They come and go without this page: read again on
+ * each session event (and just after an expiry shown, for the heartbeats that push it back), and
+ * polled while events are not followed (a viewer, a lost stream).
+ */
 export function useOpenSessions(workspaceId: string) {
+  const live = useLive();
   return useQuery({
-    queryKey: ["workspaces", workspaceId, "sessions"],
+    queryKey: sessionsKey(workspaceId),
     queryFn: async () =>
       (await unwrap(api.GET("/v1/workspaces/{workspaceId}/sessions", { params: { path: { workspaceId } } })))
         .items,
-    refetchInterval: 10_000,
+    refetchInterval: ({ state: { data = [] } }) =>
+      live
+        ? pollAtExpiry(
+            data.map((session) => session.expiresAt),
+            false,
+          )
+        : 10_000,
   });
 }

@@ -3,6 +3,7 @@
 import { useParams } from "next/navigation";
 import type { ReactNode } from "react";
 import { SignedIn } from "@/auth/signed-in.tsx";
+import { LiveEvents } from "@/events/live-events.tsx";
 import { AppShell } from "@/ui/app-shell.tsx";
 
 export default function WorkspaceLayout({ children }: { children: ReactNode }) {
@@ -10,9 +11,11 @@ export default function WorkspaceLayout({ children }: { children: ReactNode }) {
   return (
     <SignedIn>
       {(me) => (
-        <AppShell me={me} workspaceId={workspaceId}>
-          {children}
-        </AppShell>
+        <LiveEvents workspaceId={workspaceId}>
+          <AppShell me={me} workspaceId={workspaceId}>
+            {children}
+          </AppShell>
+        </LiveEvents>
       )}
     </SignedIn>
   );
