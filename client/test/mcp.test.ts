@@ -1,0 +1,182 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { describe, expect, it } from "vitest";
+import { must } from "../src/index.ts";
+import { deployment, makeBot, memberClient, pngSize } from "../testing/index.ts";
+
+/** A computer's first start (container, desktop, screens) is slow on a busy host. */
+const SLOW = 240_000;
+const MAIN = fileURLToPath(new URL("../src/mcp/main.ts", import.meta.url));
+const TOOLS = [
+  "computer_act",
+  "computer_observe",
+  "launch_app",
+  "list_files",
+  "open_path",
+  "read_file",
+  "shell",
+  "write_file",
+];
+
+/** What an agent's MCP host sets: the api's address and a member's API key, nothing else. */
+const serverEnv = () => ({
+  ...getDefaultEnvironment(),
+  CUBICLE_URL: deployment().url,
+  CUBICLE_API_KEY: deployment().memberKey,
+});
+
+const mcpClient = () => new Client({ name: "cubicle-test", version: "1.0.0" });
+
+async function call(client: Client, name: string, args: Record<string, unknown> = {}) {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+/** The one text block of a tool's answer. */
+function textOf(result: CallToolResult): string {
+  const texts = result.content.filter((block) => block.type === "text");
+  expect(texts).toHaveLength(1);
+  return texts[0]?.type === "text" ? texts[0].text : "";
+}
+
+/** The bot's open sessions, as the api lists them. */
+async function openSessions(botId: string) {
+  const workspaceId = deployment().workspaceId;
+  const list = await must(
+    memberClient().api.GET("/v1/workspaces/{workspaceId}/sessions", {
+      params: { path: { workspaceId }, query: { botId } },
+    }),
+  );
+  return list.items;
+}
+
+/** `cubicle mcp --http` on a free port; resolves with its `/mcp` url once it listens. */
+async function httpServer(bot: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "--bot", bot, "--http", "--port", "0"], {
+    env: serverEnv(),
+    stdio: ["ignore", "inherit", "pipe"],
+  });
+  let logged = "";
+  // read its log to the end (passing it on): a pipe closed early would fail the server's next line
+  child.stderr?.on("data", (chunk) => {
+    logged += String(chunk);
+    process.stderr.write(chunk);
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr?.on("data", () => {
+      const found = /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(logged)?.[1];
+      if (found) resolve(found);
+    });
+    child.once("exit", () => reject(new Error(`the server exited without listening: ${logged}`)));
+  });
+  return { url, child };
+}
+
+describe("cubicle mcp: a bot's computer as an AI agent's tools", () => {
+  it("over stdio lists the tools, screenshots, runs a command, and ends the session on exit", {
+    timeout: SLOW,
+  }, async () => {
+    const bot = await makeBot("MCP");
+    const client = mcpClient();
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ["--import", "tsx", MAIN, "--bot", bot.name],
+        env: serverEnv(),
+      }),
+    );
+    expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
+    expect(await openSessions(bot.id)).toEqual([]);
+
+    const shot = await call(client, "computer_observe");
+    expect(shot.isError).toBeFalsy();
+    const image = shot.content.find((block) => block.type === "image");
+    expect(image).toMatchObject({ type: "image", mimeType: "image/png" });
+    expect(pngSize(Buffer.from(image?.type === "image" ? image.data : "", "base64"))).toEqual({
+      width: 1280,
+      height: 800,
+    });
+    expect(textOf(shot)).toMatch(/^Screen 1280x800, pointer at \(\d+, \d+\)/);
+
+    const echo = await call(client, "shell", { command: "echo hi" });
+    expect(echo.isError).toBeFalsy();
+    expect(textOf(echo)).toBe("exit code 0\nstdout:\nhi\n");
+
+    const [held, ...others] = await openSessions(bot.id);
+    expect(others).toEqual([]);
+    expect(held).toMatchObject({ status: "open" });
+
+    // the host closes stdin, as an agent's host does on exit: the server ends the session first
+    await client.close();
+    const path = { workspaceId: deployment().workspaceId, botId: bot.id, sessionId: held?.sessionId ?? "" };
+    const ended = await must(
+      memberClient().api.GET("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}", {
+        params: { path },
+      }),
+    );
+    expect(ended).toMatchObject({ status: "ended", outcome: "success" });
+  });
+
+  it("over HTTP refuses a wrong key, serves the right one, and names the holder of a busy bot", {
+    timeout: SLOW,
+  }, async () => {
+    const bot = await makeBot("MCP busy");
+    const { url, child } = await httpServer(bot.name);
+    try {
+      const initialize = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+      };
+      const wrongKeys: Record<string, string>[] = [
+        { authorization: "Bearer not-the-key" },
+        { "x-api-key": "" },
+        {},
+      ];
+      for (const headers of wrongKeys) {
+        const refused = await fetch(url, {
+          method: "POST",
+          headers: {
+            ...headers,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
+          body: JSON.stringify(initialize),
+        });
+        expect(refused.status).toBe(401);
+        expect(await refused.json()).toMatchObject({
+          error: { message: expect.stringMatching(/^Unauthorized/) },
+        });
+      }
+
+      // the bot is taken (by the library, with the same key) before the agent's first tool call
+      const taken = await memberClient().openSession(bot.name);
+      try {
+        const client = mcpClient();
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(url), {
+            requestInit: { headers: { "x-api-key": deployment().memberKey } },
+          }),
+        );
+        expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
+        const busy = await call(client, "computer_observe");
+        const [holder] = await openSessions(bot.id);
+        expect(busy.isError).toBe(true);
+        expect(textOf(busy)).toContain(`is busy: its computer is held by API key "${holder?.holder.name}"`);
+        expect(textOf(busy)).toContain(`(session ${taken.id})`);
+        await client.close();
+      } finally {
+        await taken.end();
+      }
+    } finally {
+      child.kill("SIGTERM");
+      const [code] = await once(child, "exit");
+      expect(code).toBe(0);
+    }
+  });
+});
