@@ -1,4 +1,4 @@
-import { ComputerBusyError, CubicleError } from "../index.ts";
+import { CubicleError } from "../index.ts";
 
 /** A refusal by the CLI itself (bad usage, no credentials, no open session): exit 2, as usage errors are. */
 export class CliError extends Error {
@@ -73,14 +73,8 @@ export function reportError(error: unknown, json: boolean): number {
   }
   if (error instanceof CubicleError) {
     if (json) process.stderr.write(`${JSON.stringify(error.problem)}\n`);
-    else {
-      process.stderr.write(`error: ${error.detail} (${error.code})\n`);
-      if (error instanceof ComputerBusyError) {
-        const { holder } = error;
-        const who = `${holder.type === "api_key" ? "API key" : "user"} "${holder.name ?? holder.id}"`;
-        process.stderr.write(`held by ${who} in session ${holder.sessionId} until ${holder.expiresAt}\n`);
-      }
-    }
+    // COMPUTER_BUSY's detail names the holder, its session and until when
+    else process.stderr.write(`error: ${error.detail} (${error.code})\n`);
     return EXIT.api;
   }
   // the api unreachable, a local file unreadable: still one short line, not a stack
