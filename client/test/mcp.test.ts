@@ -92,6 +92,8 @@ describe("cubicle mcp: a bot's computer as an AI agent's tools", () => {
     expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
     expect(await openSessions(bot.id)).toEqual([]);
 
+    const moved = await call(client, "computer_act", { actions: [{ type: "move", x: 321, y: 123 }] });
+    expect(textOf(moved)).toBe("Ran 1 of 1 actions.");
     const shot = await call(client, "computer_observe");
     expect(shot.isError).toBeFalsy();
     const image = shot.content.find((block) => block.type === "image");
@@ -100,11 +102,15 @@ describe("cubicle mcp: a bot's computer as an AI agent's tools", () => {
       width: 1280,
       height: 800,
     });
-    expect(textOf(shot)).toMatch(/^Screen 1280x800, pointer at \(\d+, \d+\)/);
+    expect(textOf(shot)).toMatch(/^Screen 1280x800, pointer at \(321, 123\)/);
 
     const echo = await call(client, "shell", { command: "echo hi" });
     expect(echo.isError).toBeFalsy();
     expect(textOf(echo)).toBe("exit code 0\nstdout:\nhi\n");
+
+    await call(client, "write_file", { path: "mcp/note.txt", content: "from the agent" });
+    expect(textOf(await call(client, "read_file", { path: "mcp/note.txt" }))).toBe("from the agent");
+    expect(textOf(await call(client, "list_files", { path: "mcp" }))).toBe("note.txt\t14 bytes");
 
     const [held, ...others] = await openSessions(bot.id);
     expect(others).toEqual([]);

@@ -168,14 +168,14 @@ export function registerTools(server: McpServer, holder: BotSession): void {
     "list_files",
     {
       title: "List a folder",
-      description: `Lists a folder on the bot's computer (the bot's folder by default): one entry a line, folders ending in /. ${PATHS_NOTE} ${SESSION_NOTE}`,
+      description: `Lists a folder on the bot's computer (the bot's folder by default): the names in it, one a line, folders ending in /. ${PATHS_NOTE} ${SESSION_NOTE}`,
       inputSchema: { path: z.string().optional() },
       annotations: { readOnlyHint: true },
     },
     run(async (session, { path }) => {
       const list = await session.listFiles(path);
       const lines = list.items.map((entry) =>
-        entry.type === "directory" ? `${entry.path}/` : `${entry.path}\t${entry.size} bytes`,
+        entry.type === "directory" ? `${entry.name}/` : `${entry.name}\t${entry.size} bytes`,
       );
       return text(lines.length > 0 ? lines.join("\n") : `${list.path || "The folder"} is empty.`);
     }),
