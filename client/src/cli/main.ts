@@ -7,6 +7,7 @@ import { computerCommands } from "./computers.ts";
 import type { Env } from "./config.ts";
 import { fileCommands } from "./files.ts";
 import { loginCommands } from "./login.ts";
+import { mcp } from "./mcp.ts";
 import { observeCommands } from "./observe.ts";
 import { CliError, EXIT, line, reportError } from "./output.ts";
 import { sessionCommands } from "./session.ts";
@@ -33,6 +34,8 @@ const OVERVIEW = [
   "",
   "Commands:",
   ...Object.values(COMMANDS).map((command) => `  ${command.usage}\n      ${command.summary}`),
+  "  cubicle mcp --bot <bot> [--http [--port <port>] [--host <host>]]",
+  "      Serve the bot's computer to an AI agent as MCP tools (see cubicle mcp --help).",
   "",
   "Every command takes --json (machine-readable output) and --help.",
   "Credentials: CUBICLE_URL and CUBICLE_API_KEY (optional CUBICLE_WORKSPACE), or `cubicle login`.",
@@ -55,6 +58,8 @@ function help(command: Command): string {
 
 /** Runs the CLI on its arguments; the result is its exit code. */
 export async function main(argv: string[], env: Env = process.env): Promise<number> {
+  // the MCP server parses its own options and reports its own errors
+  if (argv[0] === "mcp") return mcp(argv.slice(1), env);
   // a first, lenient pass only to find the command's words: its own options are known after
   const { tokens, values } = parseArgs({ args: argv, strict: false, allowPositionals: true, tokens: true });
   const json = values.json === true;
