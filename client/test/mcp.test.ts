@@ -11,7 +11,8 @@ import { deployment, makeBot, memberClient, pngSize } from "../testing/index.ts"
 
 /** A computer's first start (container, desktop, screens) is slow on a busy host. */
 const SLOW = 240_000;
-const MAIN = fileURLToPath(new URL("../src/mcp/main.ts", import.meta.url));
+/** The `cubicle` CLI, as `npx cubicle` runs it. */
+const CUBICLE = fileURLToPath(new URL("../bin/cubicle.mjs", import.meta.url));
 const TOOLS = [
   "computer_act",
   "computer_observe",
@@ -56,7 +57,7 @@ async function openSessions(botId: string) {
 
 /** `cubicle mcp --http` on a free port; resolves with its `/mcp` url once it listens. */
 async function httpServer(bot: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "--bot", bot, "--http", "--port", "0"], {
+  const child = spawn(process.execPath, [CUBICLE, "mcp", "--bot", bot, "--http", "--port", "0"], {
     env: serverEnv(),
     stdio: ["ignore", "inherit", "pipe"],
   });
@@ -85,7 +86,7 @@ describe("cubicle mcp: a bot's computer as an AI agent's tools", () => {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: ["--import", "tsx", MAIN, "--bot", bot.name],
+        args: [CUBICLE, "mcp", "--bot", bot.name],
         env: serverEnv(),
       }),
     );
