@@ -84,7 +84,8 @@ export function LiveEvents({ workspaceId, children }: { workspaceId: string; chi
       for (const [type, affects] of Object.entries(AFFECTS))
         opened.addEventListener(type, (message) => {
           lastEventId = message.lastEventId;
-          for (const queryKey of affects(JSON.parse(message.data) as WorkspaceEvent))
+          // every event is also a new record of the audit trail (the workspace's and the deployment's)
+          for (const queryKey of [...affects(JSON.parse(message.data) as WorkspaceEvent), ["audit"]])
             void client.invalidateQueries({ queryKey });
         });
       opened.onerror = () => {
