@@ -136,6 +136,12 @@ describe.concurrent("the cubicle CLI", () => {
     const record = await memberClient().resumeSession(bot.id, state.sessionId);
     expect(record.expiresAt.getTime()).toBeGreaterThan(firstExpiry);
 
+    // the computer's checkpoints as JSON (taking one here would outlast the suites' 20 s lease:
+    // a fresh desktop's home takes ~30 s; the library's test takes one)
+    const checkpoints = await me.run("checkpoints", "ls", state.computerId, "--json");
+    expect(checkpoints.code).toBe(0);
+    expect(Array.isArray(JSON.parse(checkpoints.out))).toBe(true);
+
     // someone else (another state file) cannot take the bot while the session is live
     const other = await user();
     const busy = await other.run("session", "open", bot.name);
@@ -173,6 +179,12 @@ describe.concurrent("the cubicle CLI", () => {
     const computers = await cubicle(["computers"], files);
     expect(computers.code).toBe(0);
     expect(computers.out).toMatch(/^ID +OF +STATE +PROVIDER +SESSIONS$/m);
+    // the audit trail, for an admin: the bots and keys made for the suites are in it
+    const admin = await user(deployment().adminKey);
+    const audit = await admin.run("audit", "--json", "--limit", "5");
+    expect(audit.code).toBe(0);
+    expect(JSON.parse(audit.out).items.length).toBeGreaterThan(0);
+    expect(JSON.parse(audit.out).items.length).toBeLessThanOrEqual(5);
     // and the environment wins over it
     const overridden = await cubicle(["bots"], { ...files, CUBICLE_API_KEY: "cub_not-a-real-key" });
     expect(overridden.code).toBe(1);

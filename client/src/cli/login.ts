@@ -18,7 +18,8 @@ export const loginCommands: Record<string, Command> = {
       const apiKey = text(values, "api-key");
       const workspace = text(values, "workspace");
       if (!url || !apiKey) throw new CliError("USAGE", "login needs --url and --api-key.", this.usage);
-      // a key that does not work is not saved: the api is asked which workspace it acts in
+      // a key that does not work is not saved: the api is asked which workspace it acts in, or,
+      // for a workspace named here (taken as given, unasked), whether the key may list its bots
       const cubicle = new Cubicle({ url, apiKey, workspaceId: workspace });
       const workspaceId = await cubicle.workspaceId();
       if (workspace) await cubicle.listBots();
