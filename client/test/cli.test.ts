@@ -136,8 +136,7 @@ describe.concurrent("the cubicle CLI", () => {
     const record = await memberClient().resumeSession(bot.id, state.sessionId);
     expect(record.expiresAt.getTime()).toBeGreaterThan(firstExpiry);
 
-    // the computer's checkpoints as JSON (taking one here would outlast the suites' 20 s lease:
-    // a fresh desktop's home takes ~30 s; the library's test takes one)
+    // the computer's checkpoints as JSON (the next test takes and restores one, on a computer of its own)
     const checkpoints = await me.run("checkpoints", "ls", state.computerId, "--json");
     expect(checkpoints.code).toBe(0);
     expect(Array.isArray(JSON.parse(checkpoints.out))).toBe(true);
@@ -157,6 +156,48 @@ describe.concurrent("the cubicle CLI", () => {
     const after = await me.run("shell", "echo late");
     expect(after).toMatchObject({ code: 2, out: "" });
     expect(after.stderr).toContain("No open session: run `cubicle session open <bot>` first.");
+  });
+
+  it("takes a checkpoint of a computer and restores it, with progress on stderr", {
+    timeout: SLOW,
+  }, async () => {
+    // a Private Computer: a restore needs the computer free of sessions, which the shared one never is
+    const bot = await makeBot("CLI checkpoints", "private");
+    const me = await user();
+    const note = join(me.dir, "note.txt");
+    const inSession = async (text: string) => {
+      expect((await me.run("session", "open", bot.name)).code).toBe(0);
+      await writeFile(note, text);
+      expect((await me.run("files", "put", note, "note.txt")).code).toBe(0);
+      const { computerId } = JSON.parse(await readFile(me.env.CUBICLE_SESSION_FILE, "utf8"));
+      expect((await me.run("session", "end")).code).toBe(0);
+      return computerId as string;
+    };
+    const computerId = await inSession("before");
+
+    const taken = await me.run("checkpoints", "take", computerId, "--json");
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(taken.stderr).toMatch(
+      new RegExp(`^Taking a checkpoint of ${computerId}… done in \\d+\\.\\d s\n$`),
+    );
+    const checkpoint = JSON.parse(taken.out);
+    expect(checkpoint).toMatchObject({ computerId, reason: "manual" });
+    const listed = await me.run("checkpoints", "ls", computerId);
+    expect(listed.out).toMatch(new RegExp(`^${checkpoint.id} +manual `, "m"));
+
+    await inSession("after");
+    // restoring is an admin's; the member's key is refused, the admin's puts the home back
+    const refused = await me.run("checkpoints", "restore", computerId, checkpoint.id);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/\(ROLE_FORBIDDEN\)$/m);
+    const admin = await user(deployment().adminKey);
+    const restored = await admin.run("checkpoints", "restore", computerId, checkpoint.id);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(restored.stderr).toMatch(/^Restoring .+… done in \d+\.\d s\n$/);
+
+    expect((await me.run("session", "open", bot.name)).code).toBe(0);
+    expect((await me.run("files", "get", "note.txt")).out).toBe("before");
+    expect((await me.run("session", "end")).code).toBe(0);
   });
 
   it("refuses a bad key clearly, and logs in to a private config file that later commands use", async () => {

@@ -6,6 +6,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
+import { until } from "../../api/test/support/until.ts";
 import { must } from "../src/index.ts";
 import { deployment, makeBot, memberClient, pngSize } from "../testing/index.ts";
 
@@ -112,6 +113,27 @@ describe("cubicle mcp: a bot's computer as an AI agent's tools", () => {
     await call(client, "write_file", { path: "mcp/note.txt", content: "from the agent" });
     expect(textOf(await call(client, "read_file", { path: "mcp/note.txt" }))).toBe("from the agent");
     expect(textOf(await call(client, "list_files", { path: "mcp" }))).toBe("note.txt\t14 bytes");
+
+    // apps on the session's screen: a terminal, then a folder (which opens in a terminal there)
+    const terminalsHere =
+      'for p in $(pgrep -x xterm); do tr "\\0" "\\n" < /proc/$p/environ 2>/dev/null | grep -qx "DISPLAY=$DISPLAY" && echo $p; done | wc -l';
+    const count = async () => textOf(await call(client, "shell", { command: terminalsHere }));
+    const terminals = async (expected: string) => {
+      let seen = "";
+      await until("a new terminal on the bot's screen", async () => {
+        seen = await count();
+        return seen === expected ? true : undefined;
+      }).catch(() => undefined);
+      expect(seen).toBe(expected);
+    };
+    const before = Number(/stdout:\n(\d+)\n$/.exec(await count())?.[1]);
+    const shown = (n: number) => `exit code 0\nstdout:\n${before + n}\n`;
+    expect(textOf(await call(client, "launch_app", { app: "terminal" }))).toMatch(
+      /^Starting the terminal on screen \d/,
+    );
+    await terminals(shown(1));
+    expect(textOf(await call(client, "open_path", { path: "mcp" }))).toMatch(/^Opening mcp on screen \d/);
+    await terminals(shown(2));
 
     const [held, ...others] = await openSessions(bot.id);
     expect(others).toEqual([]);

@@ -12,8 +12,11 @@ export const deployment = (): ClientDeployment => inject("clientDeployment");
 export const memberClient = (options: { retries?: number } = {}) =>
   new Cubicle({ url: deployment().url, apiKey: deployment().memberKey, ...options });
 
-/** A Team bot of its own for one test, made by an admin (what the automation is handed). */
-export async function makeBot(label: string): Promise<Bot> {
+/**
+ * A bot of its own for one test, made by an admin (what the automation is handed): on the
+ * workspace's Team Computer (a screen of its own), or `private` on a computer of its own.
+ */
+export async function makeBot(label: string, mode: "team" | "private" = "team"): Promise<Bot> {
   const admin = new Cubicle({ url: deployment().url, apiKey: deployment().adminKey });
   const workspaceId = await admin.workspaceId();
   return must(
