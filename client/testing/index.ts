@@ -27,9 +27,9 @@ export async function makeBot(label: string, mode: "team" | "private" = "team"):
         charter: {
           purpose: "is driven by the client suites",
           boundary: "stays in its folder",
-          privacyReason: "",
+          privacyReason: mode === "private" ? "its restores must not touch the other suites' work" : "",
         },
-        computerMode: "team",
+        computerMode: mode,
       },
     }),
   );
