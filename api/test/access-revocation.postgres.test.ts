@@ -1,11 +1,8 @@
-import { randomBytes } from "node:crypto";
 import type { Computer } from "@cubicle/db";
-import { type DatabaseHandle, openDatabase } from "@cubicle/db";
-import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { createComputer, destroyMachine } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { expectStatus, type Replicas, startReplicas, type TestApi } from "./support/harness.ts";
 import { expectClosedByTheChange, expectStillLive } from "./support/revocation.ts";
 import { openScreenSocket } from "./support/screen-socket.ts";
 import { buildWorld, join, type World } from "./support/world.ts";
@@ -15,29 +12,20 @@ import { buildWorld, join, type World } from "./support/world.ts";
  * replica loses the sockets that both proxies hold, since the database's notification reaches
  * every replica's stream. Postgres only: an embedded database belongs to a single process.
  */
-const handles: DatabaseHandle[] = [];
-const replicas: TestApi[] = [];
+let deployment: Replicas;
+let replicas: TestApi[];
 const proxies: RunningProxy[] = [];
 let world: World;
 let computer: Computer;
 
 beforeAll(async () => {
-  const url = await createTestDatabaseUrl();
-  const shared = {
-    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
-    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
-    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
-    SANDBOX_PROVIDER: "desktop",
-  };
-  for (let i = 0; i < 2; i++) {
-    const database = await openDatabase({ databaseUrl: url });
-    handles.push(database);
-    const replica = await startTestApi(shared, { database });
-    replicas.push(replica);
+  deployment = await startReplicas(2, { SANDBOX_PROVIDER: "desktop" });
+  ({ replicas } = deployment);
+  for (const replica of replicas) {
     proxies.push(
       await startProxy(
         parseProxyConfig({
-          SCREEN_CAPABILITY_KEY: shared.SCREEN_CAPABILITY_KEY,
+          SCREEN_CAPABILITY_KEY: deployment.env.SCREEN_CAPABILITY_KEY ?? "",
           PROXY_PORT: "0",
           CUBICLE_API_URL: replica.api.url,
           LOG_LEVEL: "silent",
@@ -56,8 +44,7 @@ afterAll(async () => {
   if (computer && replicas[0]) {
     await destroyMachine(replicas[0], computer);
   }
-  for (const replica of replicas) await replica.close();
-  for (const handle of handles) await handle.close();
+  await deployment?.close();
 });
 
 describe("access taken away through one api replica", () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SYSTEM_ACTOR } from "../src/audit/audit-log.ts";
 import { destroyComputer, ensureRunning, stopComputer } from "../src/computers/lifecycle.ts";
 import { type CheckpointView, checkpointsOn } from "./support/checkpoints.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { deploymentSecrets, expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
 import { filesOf } from "./support/homes.ts";
 import { createBot, problem } from "./support/sessions.ts";
 import { until } from "./support/until.ts";
@@ -285,9 +285,7 @@ describe("a provider change", () => {
   let w: World;
   const shared = mkdtempSync(join(tmpdir(), "cubicle-checkpoint-move-"));
   const secrets = {
-    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
-    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
-    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
+    ...deploymentSecrets(),
     CHECKPOINT_DIR: shared,
   };
   beforeAll(async () => {

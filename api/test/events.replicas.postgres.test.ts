@@ -1,9 +1,7 @@
-import { randomBytes } from "node:crypto";
-import { type DatabaseHandle, openDatabase } from "@cubicle/db";
-import { createTestDatabaseUrl } from "@cubicle/db/testing";
+import type { DatabaseHandle } from "@cubicle/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectIncreasing, followEvents } from "./support/events.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { expectStatus, type Replicas, startReplicas, type TestApi } from "./support/harness.ts";
 import { createBot, SessionClient, sleep } from "./support/sessions.ts";
 import { buildWorld, type World } from "./support/world.ts";
 
@@ -13,28 +11,19 @@ import { buildWorld, type World } from "./support/world.ts";
  * order every reader sees, and a stream cut off resumes on the other replica without loss or
  * repeats. Postgres only: an embedded database belongs to one process.
  */
-const handles: DatabaseHandle[] = [];
-const replicas: TestApi[] = [];
+let deployment: Replicas;
+let handles: DatabaseHandle[];
+let replicas: TestApi[];
 let w: World;
 
 beforeAll(async () => {
-  const url = await createTestDatabaseUrl();
-  const shared = {
-    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
-    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
-    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
-  };
-  for (let i = 0; i < 2; i++) {
-    const database = await openDatabase({ databaseUrl: url });
-    handles.push(database);
-    replicas.push(await startTestApi(shared, { database }));
-  }
+  deployment = await startReplicas(2);
+  ({ replicas, databases: handles } = deployment);
   w = await buildWorld(replicas[0] as TestApi, "events-replicas");
 }, 120_000);
 
 afterAll(async () => {
-  for (const replica of replicas) await replica.close();
-  for (const handle of handles) await handle.close();
+  await deployment?.close();
 });
 
 describe("workspace events on two replicas", () => {

@@ -1,11 +1,8 @@
-import { randomBytes } from "node:crypto";
-import { type DatabaseHandle, openDatabase } from "@cubicle/db";
-import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { teamComputer } from "../src/computers/lifecycle.ts";
 import { machineOf } from "../src/computers/repository.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { expectStatus, type Replicas, startReplicas, type TestApi } from "./support/harness.ts";
 import { buildWorld } from "./support/world.ts";
 
 /**
@@ -15,31 +12,22 @@ import { buildWorld } from "./support/world.ts";
  */
 const IDLE_MS = 3_000;
 let supervisor: TestSupervisor;
-const handles: DatabaseHandle[] = [];
-const replicas: TestApi[] = [];
+let deployment: Replicas;
+let replicas: TestApi[];
 
 beforeAll(async () => {
   supervisor = await startTestSupervisor();
-  const url = await createTestDatabaseUrl();
-  const shared = {
-    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
-    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
-    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
+  deployment = await startReplicas(2, {
     SANDBOX_PROVIDER: "docker",
     SANDBOX_SUPERVISOR_URL: supervisor.url,
     SANDBOX_SUPERVISOR_TOKEN: supervisor.token,
     SANDBOX_IDLE_MS: String(IDLE_MS),
-  };
-  for (let i = 0; i < 2; i++) {
-    const database = await openDatabase({ databaseUrl: url });
-    handles.push(database);
-    replicas.push(await startTestApi(shared, { database }));
-  }
+  });
+  ({ replicas } = deployment);
 }, 120_000);
 
 afterAll(async () => {
-  for (const replica of replicas) await replica.close();
-  for (const handle of handles) await handle.close();
+  await deployment?.close();
   await supervisor?.close();
 });
 

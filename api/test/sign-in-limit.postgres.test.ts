@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiProcess, startApiProcess } from "./support/api-process.ts";
-import { TRUSTED_ORIGIN } from "./support/harness.ts";
+import { deploymentSecrets, TRUSTED_ORIGIN } from "./support/harness.ts";
 import { requestFrom } from "./support/peer.ts";
 
 /**
@@ -17,9 +16,7 @@ beforeAll(async () => {
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
     DATABASE_URL: await createTestDatabaseUrl(),
-    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
-    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
-    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
+    ...deploymentSecrets(),
     SANDBOX_PROVIDER: "none",
     TRUSTED_ORIGINS: TRUSTED_ORIGIN,
   };

@@ -2,14 +2,21 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DatabaseHandle } from "@cubicle/db";
-import { findFreePort, openTestDatabase } from "@cubicle/db/testing";
+import { type DatabaseHandle, openDatabase } from "@cubicle/db";
+import { createTestDatabaseUrl, findFreePort, openTestDatabase } from "@cubicle/db/testing";
 import { parseEnv } from "../../src/config/env.ts";
 import type { DestinationStream } from "../../src/observability/logger.ts";
 import { type RunningApi, startApi } from "../../src/server.ts";
 
 /** The dashboard origin the API trusts by default; cookie-authenticated changes must carry it. */
 export const TRUSTED_ORIGIN = "http://127.0.0.1:3000";
+
+/** Fresh secrets of a deployment: what its replicas (processes or not) must share. */
+export const deploymentSecrets = () => ({
+  BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
+  ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
+  SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
+});
 
 export interface RawResponse {
   status: number;
@@ -46,9 +53,7 @@ export async function startTestApi(
     PORT: String(await findFreePort()),
     DATA_DIR: dataDir,
     LOG_LEVEL: "silent",
-    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
-    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
-    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
+    ...deploymentSecrets(),
     SANDBOX_PROVIDER: "fake",
     ...envOverrides,
   });
@@ -65,6 +70,42 @@ export async function startTestApi(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+export interface Replicas {
+  replicas: TestApi[];
+  /** Each replica's own connection to the one database. */
+  databases: DatabaseHandle[];
+  /** What every replica was started with (the shared secrets and `env`). */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/**
+ * `count` api replicas of one deployment in this process, on a fresh database of the run's
+ * Postgres: the same secrets and `env`, each its own connection (one after the other: at once
+ * they would migrate the empty database together). Postgres only.
+ */
+export async function startReplicas(count: number, env: Record<string, string> = {}): Promise<Replicas> {
+  const url = await createTestDatabaseUrl();
+  const shared = { ...deploymentSecrets(), ...env };
+  const replicas: TestApi[] = [];
+  const databases: DatabaseHandle[] = [];
+  const close = async () => {
+    for (const replica of replicas) await replica.close();
+    for (const database of databases) await database.close();
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      const database = await openDatabase({ databaseUrl: url });
+      databases.push(database);
+      replicas.push(await startTestApi(shared, { database }));
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { replicas, databases, env: shared, close };
 }
 
 interface RequestOptions {

@@ -3,7 +3,6 @@
  * job's round: the other replica takes the job over within one period, and what the dead one was
  * doing is either done whole by the survivor or not at all (nothing ended without its record).
  */
-import { randomBytes } from "node:crypto";
 import { type Database, type DatabaseHandle, openDatabase } from "@cubicle/db";
 import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { type Kysely, sql } from "kysely";
@@ -12,7 +11,7 @@ import { lockKeyOf } from "../../../api/src/housekeeping/periodic-job.ts";
 import { CONTROL_EXPIRY_EVERY_MS } from "../../../api/src/screens/control-expiry.ts";
 import { SESSION_EXPIRY_EVERY_MS } from "../../../api/src/sessions/expiry.ts";
 import { type ApiProcess, startApiProcess } from "../../../api/test/support/api-process.ts";
-import { expectStatus, type TestClient } from "../../../api/test/support/harness.ts";
+import { deploymentSecrets, expectStatus, type TestClient } from "../../../api/test/support/harness.ts";
 import { createBot, SessionClient } from "../../../api/test/support/sessions.ts";
 import { until } from "../../../api/test/support/until.ts";
 import { buildWorld, type World } from "../../../api/test/support/world.ts";
@@ -43,9 +42,7 @@ async function startReplicas(): Promise<{ db: Kysely<Database>; world: World }> 
     NODE_ENV: "test",
     HOST: "127.0.0.1",
     LOG_LEVEL: "silent",
-    BETTER_AUTH_SECRET: randomBytes(32).toString("base64url"),
-    ENCRYPTION_KEY: randomBytes(32).toString("base64url"),
-    SCREEN_CAPABILITY_KEY: randomBytes(32).toString("base64url"),
+    ...deploymentSecrets(),
     SANDBOX_PROVIDER: "fake",
     CONTROL_LEASE_MS: String(LEASE_MS),
     SESSION_LEASE_MS: String(LEASE_MS),
