@@ -42,7 +42,7 @@ beforeEach(() => {
   seen = [];
 });
 
-const send = transport({ apiKey: "cubicle_test", retries: 3 });
+const send = transport({ apiKey: "cub_test", retries: 3 });
 const post = (body: BodyInit) => new Request(url, { method: "POST", body, duplex: "half" } as RequestInit);
 
 describe("the client's transport", () => {
@@ -50,7 +50,7 @@ describe("the client's transport", () => {
     script = [answer(503), drop, answer(502), answer(200)];
     const response = await send(new Request(url));
     expect(response.status).toBe(200);
-    expect(seen.map((s) => s.apiKey)).toEqual(Array(4).fill("cubicle_test"));
+    expect(seen.map((s) => s.apiKey)).toEqual(Array(4).fill("cub_test"));
   });
 
   it("gives up on a read after its retries, answering the last response", async () => {

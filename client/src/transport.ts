@@ -1,6 +1,6 @@
 /** How the client reaches the api: who it is, and how hard it tries again. */
 export interface TransportOptions {
-  /** An API key (`cubicle_…`); without one, a browser's session cookie is sent instead. */
+  /** An API key (`cub_…`); without one, a browser's session cookie is sent instead. */
   apiKey?: string | undefined;
   /** Another fetch (a test's, a proxy agent's); the global one by default. */
   fetch?: typeof fetch | undefined;
