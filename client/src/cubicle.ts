@@ -157,9 +157,20 @@ export class Cubicle {
     return Session.open(this, await this.bot(bot), options);
   }
 
-  /** A session this or another process opened, resumed by its id and fence (without heartbeats unless asked). */
-  async resumeSession(botId: string, sessionId: string, options: SessionOptions = {}): Promise<Session> {
-    return Session.resume(this, botId, sessionId, options);
+  /**
+   * A session this or another process opened, resumed by its id (its record carries its fence);
+   * without heartbeats unless asked. `workspaceId`: the session's, when not this client's.
+   */
+  async resumeSession(
+    botId: string,
+    sessionId: string,
+    { workspaceId, ...options }: SessionOptions & { workspaceId?: string } = {},
+  ): Promise<Session> {
+    return Session.resume(
+      this,
+      { workspaceId: workspaceId ?? (await this.workspaceId()), botId, sessionId },
+      options,
+    );
   }
 
   private async onlyWorkspace(): Promise<string> {
@@ -176,9 +187,16 @@ export class Cubicle {
   }
 }
 
-/** The data of a typed call, or its problem thrown as a `CubicleError`. */
-export async function must<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+type Call<T> = Promise<{ data?: T; error?: unknown; response: Response }>;
+
+/** A typed call's result when it succeeded (the response too, for its headers), or its problem thrown as a `CubicleError`. */
+export async function succeeded<T>(call: Call<T>): Promise<{ data: T; response: Response }> {
   const { data, error, response } = await call;
   if (!response.ok) throw await errorOf(response, error);
-  return data as T;
+  return { data: data as T, response };
+}
+
+/** The data of a typed call, or its problem thrown as a `CubicleError`. */
+export async function must<T>(call: Call<T>): Promise<T> {
+  return (await succeeded(call)).data;
 }

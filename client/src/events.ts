@@ -2,6 +2,7 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { Cubicle } from "./cubicle.ts";
 import { errorOf } from "./problem.ts";
 import type { components } from "./schema";
+import { chunksOf, pause } from "./streams.ts";
 
 /**
  * A change in the workspace, as `GET /v1/workspaces/{id}/events` sends it: `type` is its audit
@@ -23,8 +24,10 @@ const FIRST_RECONNECT_MS = 250;
 const LAST_RECONNECT_MS = 10_000;
 
 /**
- * The workspace's events, in order, across reconnections: a dropped stream is opened again from
- * the last event seen, so none is lost or repeated. A refusal (no access, a bad id) is thrown.
+ * The workspace's events, in order, across reconnections: a dropped stream, or an api away for a
+ * while (a restart, a deploy), is followed again from the last event seen, so none is lost or
+ * repeated, until `signal` aborts. A refusal (no access, a bad id) is thrown, as is a failure to
+ * reach the api before the stream first followed (a wrong url is not worth waiting on).
  */
 export async function* workspaceEvents(
   cubicle: Cubicle,
@@ -32,9 +35,10 @@ export async function* workspaceEvents(
   { lastEventId, signal, onReady }: WorkspaceEventsOptions = {},
 ): AsyncGenerator<WorkspaceEvent> {
   let resumeFrom = lastEventId;
+  let followed = false;
   let wait = FIRST_RECONNECT_MS;
   while (!signal?.aborted) {
-    let response: Response;
+    let response: Response | undefined;
     try {
       response = await cubicle.send(
         new Request(`${cubicle.url}/v1/workspaces/${encodeURIComponent(workspaceId)}/events`, {
@@ -44,24 +48,21 @@ export async function* workspaceEvents(
       );
     } catch (error) {
       if (signal?.aborted) return;
-      throw error;
+      if (!followed) throw error;
     }
-    if (!response.ok) {
+    if (response && !response.ok) {
       if (response.status < 500) throw await errorOf(response);
       await response.body?.cancel();
-    } else if (response.body) {
+    } else if (response?.body) {
       const messages = response.body
         .pipeThrough(new TextDecoderStream())
         .pipeThrough(new EventSourceParserStream());
       try {
-        for await (const message of messages as unknown as AsyncIterable<{
-          event?: string;
-          id?: string;
-          data: string;
-        }>) {
+        for await (const message of chunksOf(messages)) {
           if (message.event === "ready") {
             // where the stream starts: a reconnection before any event resumes from here, not from a later now
             if (message.id) resumeFrom = message.id;
+            followed = true;
             wait = FIRST_RECONNECT_MS;
             onReady?.();
             continue;
@@ -76,7 +77,7 @@ export async function* workspaceEvents(
         // the connection dropped mid-stream: open it again from the last event seen
       }
     }
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    await pause(wait, signal);
     wait = Math.min(wait * 2, LAST_RECONNECT_MS);
   }
 }

@@ -1,6 +1,6 @@
 import type { DesktopAction } from "./actions.ts";
-import { type Bot, type Cubicle, must, type Schemas } from "./cubicle.ts";
-import { CubicleError, errorOf } from "./problem.ts";
+import { type Bot, type Cubicle, must, type Schemas, succeeded } from "./cubicle.ts";
+import { CubicleError, errorOf, localError } from "./problem.ts";
 import {
   ABORTED_EXIT,
   collect,
@@ -37,7 +37,7 @@ export interface Observation {
 /** What a file write takes: text, bytes, or a stream (sent as it is read, never held whole). */
 export type FileBody = string | Uint8Array | Blob | ReadableStream<Uint8Array>;
 
-const FENCE_HEADER = "x-session-fence";
+const FENCE_HEADER = "x-session-fence" as const;
 const HEARTBEAT_RETRY_MS = 1_000;
 
 /**
@@ -69,8 +69,11 @@ export class Session {
     return new Session(cubicle, bot.workspaceId, record, options);
   }
 
-  static async resume(cubicle: Cubicle, botId: string, sessionId: string, options: SessionOptions = {}) {
-    const path = { workspaceId: await cubicle.workspaceId(), botId, sessionId };
+  static async resume(
+    cubicle: Cubicle,
+    path: { workspaceId: string; botId: string; sessionId: string },
+    options: SessionOptions = {},
+  ): Promise<Session> {
     const record = await must(
       cubicle.api.GET("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}", { params: { path } }),
     );
@@ -100,7 +103,11 @@ export class Session {
 
   /** Extends the session to a full lease from now. */
   async heartbeat(): Promise<void> {
-    this.record = await must(
+    this.record = await this.heartbeaten();
+  }
+
+  private heartbeaten(): Promise<SessionRecord> {
+    return must(
       this.cubicle.api.POST("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/heartbeat", {
         params: this.params(),
       }),
@@ -161,7 +168,7 @@ export class Session {
 
   /** A screenshot of the session's screen (PNG). */
   async observe(): Promise<Observation> {
-    const { data, response } = await this.must(
+    const { data, response } = await succeeded(
       this.cubicle.api.POST("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/observe", {
         params: this.params(),
         parseAs: "arrayBuffer",
@@ -181,7 +188,7 @@ export class Session {
 
   /** Input actions on the screen, in order; a bad batch runs nothing (`INVALID_ACTIONS`). */
   async act(actions: DesktopAction[]): Promise<ActResult> {
-    const { data } = await this.must(
+    const { data } = await succeeded(
       this.cubicle.api.POST("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/act", {
         params: this.params(),
         body: { actions: actions as unknown as Record<string, unknown>[] },
@@ -192,7 +199,7 @@ export class Session {
 
   /** Opens a file or folder on the screen with the app the desktop picks for it. */
   async openPath(path: string) {
-    const { data } = await this.must(
+    const { data } = await succeeded(
       this.cubicle.api.POST("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/open-path", {
         params: this.params(),
         body: { path },
@@ -203,7 +210,7 @@ export class Session {
 
   /** Starts the browser (at `url`) or a terminal on the session's screen. */
   async launch(app: "browser" | "terminal", url?: string) {
-    const { data } = await this.must(
+    const { data } = await succeeded(
       this.cubicle.api.POST("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/launch-app", {
         params: this.params(),
         body: { app, ...(url === undefined ? {} : { url }) },
@@ -214,7 +221,7 @@ export class Session {
 
   /** A folder's entries (the bot's start folder by default). */
   async listFiles(path = ""): Promise<FileList> {
-    const { data } = await this.must(
+    const { data } = await succeeded(
       this.cubicle.api.GET("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/files", {
         params: { ...this.params(), query: { path } },
       }),
@@ -223,7 +230,7 @@ export class Session {
   }
 
   async readFile(path: string): Promise<Uint8Array> {
-    const { data } = await this.must(
+    const { data } = await succeeded(
       this.cubicle.api.GET("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/files/content", {
         params: { ...this.params(), query: { path } },
         parseAs: "arrayBuffer",
@@ -264,7 +271,7 @@ export class Session {
 
   /** Deletes a file, link or folder (recursively). */
   async deleteFile(path: string): Promise<void> {
-    await this.must(
+    await succeeded(
       this.cubicle.api.DELETE("/v1/workspaces/{workspaceId}/bots/{botId}/sessions/{sessionId}/files", {
         params: { ...this.params(), query: { path } },
       }),
@@ -277,14 +284,7 @@ export class Session {
    * URL). `control` needs a person who holds the screen's control lease.
    */
   async screenUrl(mode: "view" | "control" = "view"): Promise<ScreenCapability> {
-    if (this.screen === null)
-      throw new CubicleError({
-        type: "about:blank",
-        title: "NO_SCREEN",
-        status: 409,
-        code: "NO_SCREEN",
-        detail: "This session has no screen leased.",
-      });
+    if (this.screen === null) throw localError(409, "NO_SCREEN", "This session has no screen leased.");
     const path = { workspaceId: this.workspaceId, computerId: this.computerId, index: String(this.screen) };
     return must(
       this.cubicle.api.POST(
@@ -300,23 +300,17 @@ export class Session {
   private params() {
     return {
       path: { workspaceId: this.workspaceId, botId: this.botId, sessionId: this.id },
-      header: { [FENCE_HEADER]: String(this.fence) },
+      header: this.fenceHeader(),
     };
   }
 
-  private fenceHeader(): Record<string, string> {
+  private fenceHeader(): { [FENCE_HEADER]: string } {
     return { [FENCE_HEADER]: String(this.fence) };
   }
 
   private toolUrl(rest: string): string {
     const { workspaceId, botId, sessionId } = this.params().path;
     return `${this.cubicle.url}/v1/workspaces/${workspaceId}/bots/${botId}/sessions/${sessionId}${rest}`;
-  }
-
-  private async must<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>) {
-    const result = await call;
-    if (!result.response.ok) throw await errorOf(result.response, result.error);
-    return result;
   }
 
   private async download(rest: string): Promise<ReadableStream<Uint8Array>> {
@@ -347,8 +341,11 @@ export class Session {
     this.timer = setTimeout(async () => {
       this.timer = undefined;
       try {
-        await this.heartbeat();
-        if (!this.stopped()) this.scheduleHeartbeat();
+        const record = await this.heartbeaten();
+        // an end() while it was under way has the last word on the record
+        if (this.stopped()) return;
+        this.record = record;
+        this.scheduleHeartbeat();
       } catch (error) {
         if (this.stopped()) return;
         if (error instanceof CubicleError && error.status < 500 && error.status !== 429) {

@@ -1,4 +1,5 @@
 import type { components } from "./schema";
+import { chunksOf } from "./streams.ts";
 
 export type ShellRequest = components["schemas"]["ShellRequest"];
 /** One line of a command's stream: output as it comes, then its `exit` (or an `error`). */
@@ -32,7 +33,7 @@ export async function* shellEvents(
   let buffered = "";
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of chunksOf(body)) {
       buffered += decoder.decode(chunk, { stream: true });
       let end = buffered.indexOf("\n");
       while (end !== -1) {

@@ -9,12 +9,13 @@ import { transport } from "./transport.ts";
 type Script = (request: IncomingMessage, body: string, response: ServerResponse) => void;
 
 let script: Script[] = [];
-let seen: { method: string; body: string; apiKey: string | undefined }[] = [];
+let seen: { path: string; method: string; body: string; apiKey: string | undefined }[] = [];
 const server = createServer(async (request, response) => {
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
   const body = Buffer.concat(chunks).toString();
   seen.push({
+    path: request.url ?? "",
     method: request.method ?? "",
     body,
     apiKey: request.headers["x-api-key"] as string | undefined,
@@ -85,6 +86,14 @@ describe("the client's transport", () => {
     const stream = new Blob(["streamed"]).stream();
     expect((await send(post(stream), { once: true })).status).toBe(429);
     expect(seen.map((s) => s.body)).toEqual(["streamed"]);
+  });
+
+  it("refuses to follow a redirect with the key (it would carry the key wherever it points)", async () => {
+    const redirect = answer(302, { location: "/elsewhere" });
+    script = [redirect, redirect, redirect, redirect, answer(200)];
+    await expect(send(new Request(url))).rejects.toThrow();
+    // every try (a refused redirect looks like the network failing) stopped at the redirect
+    expect(seen.map((s) => s.path)).toEqual(Array(4).fill("/thing"));
   });
 
   it("stops trying when the caller aborts", async () => {

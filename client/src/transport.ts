@@ -1,3 +1,5 @@
+import { pause } from "./streams.ts";
+
 /** How the client reaches the api: who it is, and how hard it tries again. */
 export interface TransportOptions {
   /** An API key (`cub_…`); without one, a browser's session cookie is sent instead. */
@@ -34,6 +36,8 @@ export function transport(options: TransportOptions): Send {
       headers: withCredentials(original.headers, options.apiKey),
       // without a key, a browser's session cookie for the dashboard's own origin does
       credentials: options.apiKey ? "omit" : "same-origin",
+      // fetch would carry the key along a redirect, wherever it points; the api never redirects
+      ...(options.apiKey ? { redirect: "error" as const } : {}),
     });
     const safe = SAFE_METHODS.has(request.method);
     const replayable = request.body === null || !once;
@@ -46,6 +50,7 @@ export function transport(options: TransportOptions): Send {
       } catch (error) {
         if (last || !safe || request.signal.aborted) throw error;
         await pause(backoff(attempt), request.signal);
+        request.signal.throwIfAborted();
         continue;
       }
       if (last) return response;
@@ -57,6 +62,7 @@ export function transport(options: TransportOptions): Send {
       if (wait > maxDelayMs) return response;
       await response.body?.cancel();
       await pause(wait, request.signal);
+      request.signal.throwIfAborted();
     }
   };
 }
@@ -76,18 +82,4 @@ function retryAfterMs(response: Response): number | undefined {
   if (/^\d+$/.test(header.trim())) return Number(header) * 1000;
   const at = Date.parse(header);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      if (signal.aborted) reject(signal.reason);
-      else resolve();
-    }
-  });
 }
