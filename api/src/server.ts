@@ -19,6 +19,7 @@ import { resolveSecrets } from "./config/secrets.ts";
 import type { AppDeps } from "./context.ts";
 import { createCredentialCipher } from "./credentials/cipher.ts";
 import { egressRefusalJob } from "./egress/refusals.ts";
+import { beginEpochIfRestored } from "./events/epochs.ts";
 import { startPeriodicJob } from "./housekeeping/periodic-job.ts";
 import { answerClientErrors } from "./http/client-errors.ts";
 import { redemptionPruneJob } from "./internal/redemptions.ts";
@@ -61,6 +62,8 @@ export async function startApi(
   const applied = (migrated.results ?? []).map((result) => result.migrationName);
   if (applied.length > 0) logger.info({ applied }, "database migrated");
   else logger.info("database schema up to date");
+  // before any stream starts: positions must be of the epoch of this server's transaction ids
+  await beginEpochIfRestored(database.db, logger);
 
   const audit = new AuditLog(database.db);
   const encryptionKeys = { current: secrets.encryptionKey, previous: secrets.previousEncryptionKeys };

@@ -142,16 +142,38 @@ describe("workspace events", () => {
       "12",
       "1-",
       "-1",
-      "1-2-3",
+      "0-1-",
+      "0--1",
+      "1-2-3-4",
       "01-2",
+      "0-01-2",
+      "00-1-2",
       "1_2",
-      "99999999999999999999999-1",
-      "1-99999999999999999",
+      "0-99999999999999999999999-1",
+      "0-1-99999999999999999",
+      "2147483648-1-2",
+      // well formed, but of an epoch this database never had (it has only epoch 0)
+      "1-2-3",
+      "2147483647-0-0",
     ]) {
       const response = await member.get(eventsPath(), { headers: { "last-event-id": bad } });
       problem(response, 400, "INVALID_EVENT_ID");
     }
     problem(await member.get(eventsPath("?lastEventId=x")), 400, "INVALID_EVENT_ID");
+    problem(await member.get(eventsPath("?lastEventId=5-0-0")), 400, "INVALID_EVENT_ID");
+  });
+
+  it("reads an id of the form given out before epochs, <xact>-<id>, as one of epoch 0", async () => {
+    const stream = await followEvents(w.people.member, w.workspaceId);
+    const bot = await createBot(w.people.owner, w.workspaceId, "private");
+    await stream.until("computer.created", (e) => e.target.id === bot.computerId);
+    await stream.close();
+    const [created] = stream.events();
+    expect(created?.id).toMatch(/^0-\d+-\d+$/);
+    const legacy = created?.id?.replace(/^0-/, "") ?? "";
+    const resumed = await followEvents(w.people.member, w.workspaceId, { lastEventId: legacy });
+    expect(resumed.readyId).toBe(created?.id);
+    await resumed.close();
   });
 
   it("is for members and above: a viewer is refused, a stranger finds no workspace", async () => {

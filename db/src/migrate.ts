@@ -7,6 +7,7 @@ import * as accessChanges from "./migrations/0005_access_changes.ts";
 import * as authRateLimit from "./migrations/0006_auth_rate_limit.ts";
 import * as egressPolicy from "./migrations/0007_egress_policy.ts";
 import * as eventPositions from "./migrations/0008_event_positions.ts";
+import * as eventEpochs from "./migrations/0009_event_epochs.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ export const migrations: Record<string, Migration> = {
   "0006_auth_rate_limit": authRateLimit,
   "0007_egress_policy": egressPolicy,
   "0008_event_positions": eventPositions,
+  "0009_event_epochs": eventEpochs,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

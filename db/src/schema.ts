@@ -207,6 +207,18 @@ export interface AuditEventsTable {
   xact: ColumnType<string | null, never, never>;
 }
 
+/**
+ * Epochs of live events (api/src/events/epochs.ts): the row with the largest id is the current
+ * epoch, whose events are the audit rows after `after_audit_id`; no row is epoch 0 (every row).
+ * Begun at start-up when the database was restored onto another server. Never updated.
+ */
+export interface EventEpochsTable {
+  id: ColumnType<number, never, never>;
+  /** The largest audit id when the epoch began (bigint; audit ids stay below 2^53). */
+  after_audit_id: ColumnType<number, number, never>;
+  created_at: CreatedAt;
+}
+
 export interface ConnectorCredentialsTable {
   id: GeneratedId;
   workspace_id: string;
@@ -232,6 +244,7 @@ export interface DomainTables {
   control_leases: ControlLeasesTable;
   capability_redemptions: CapabilityRedemptionsTable;
   audit_events: AuditEventsTable;
+  event_epochs: EventEpochsTable;
   connector_credentials: ConnectorCredentialsTable;
 }
 

@@ -1,8 +1,9 @@
 import type { ActorType, Database } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
 import { iso } from "../http/iso.ts";
+import { currentEpoch, type Epoch, resumeFrom } from "./epochs.ts";
 import { EVENT_ACTIONS, type EventAction } from "./kinds.ts";
-import { encodePosition, ORIGIN, type Position } from "./position.ts";
+import { encodePosition, originOf, type Position } from "./position.ts";
 
 /** What a member sees of an audit record: no ip or request id (other people's), no actor id. */
 export interface WorkspaceEvent {
@@ -22,6 +23,11 @@ export interface Batch {
   more: boolean;
   /** Committed events follow that are not settled yet: ask again shortly. */
   unsettled: boolean;
+  /**
+   * With `unsettled`: the first of them (`<epoch>-<xact>-<id>`), and the oldest transaction still
+   * running on the server (the horizon, which it waits to pass).
+   */
+  waiting?: { position: string; horizon: string };
 }
 
 const BATCH = 200;
@@ -34,20 +40,26 @@ const BATCH = 200;
  */
 const HORIZON = sql`pg_snapshot_xmin(pg_current_snapshot())`;
 
-const events = (db: Kysely<Database>, workspaceId: string) =>
+/** The workspace's events of `epoch`: the audit rows after its floor. */
+const events = (db: Kysely<Database>, workspaceId: string, epoch: Epoch) =>
   db
     .selectFrom("audit_events")
     .where("workspace_id", "=", workspaceId)
     .where("action", "in", EVENT_ACTIONS)
     // rows older than live events have none: they come before every position given out
-    .where("xact", "is not", null);
+    .where("xact", "is not", null)
+    // rows of an earlier epoch carry another server's transaction ids (epochs.ts)
+    .where("id", ">", epoch.floor);
 
 /**
- * The workspace's events after `after`, as far as they are settled. One statement, so the horizon
- * and the rows come from the same snapshot.
+ * The workspace's events after `after`, as far as they are settled: in the current epoch, from its
+ * beginning if `after` is of an older one. One statement, so the horizon and the rows come from
+ * the same snapshot.
  */
 export async function readAfter(db: Kysely<Database>, workspaceId: string, after: Position): Promise<Batch> {
-  const rows = await events(db, workspaceId)
+  const epoch = await currentEpoch(db);
+  const from = resumeFrom(after, epoch);
+  const rows = await events(db, workspaceId, epoch)
     .select([
       "id",
       sql<string>`xact::text`.as("xact"),
@@ -59,17 +71,19 @@ export async function readAfter(db: Kysely<Database>, workspaceId: string, after
       "target_id",
       "data",
       sql<boolean>`xact < ${HORIZON}`.as("settled"),
+      sql<string>`${HORIZON}::text`.as("horizon"),
     ])
-    .where(sql<boolean>`(xact, id) > (cast(${after.xact} as xid8), ${after.id})`)
+    .where(sql<boolean>`(xact, id) > (cast(${from.xact} as xid8), ${from.id})`)
     .orderBy("xact")
     .orderBy("id")
     .limit(BATCH)
     .execute();
   // settled rows all come first: ordered by xact, and settled means xact below one bound
   const settled = rows.filter((row) => row.settled);
+  const firstUnsettled = rows[settled.length];
   return {
     events: settled.map((row) => {
-      const position = { xact: row.xact, id: row.id };
+      const position = { epoch: epoch.id, xact: row.xact, id: row.id };
       return {
         position,
         id: encodePosition(position),
@@ -82,21 +96,28 @@ export async function readAfter(db: Kysely<Database>, workspaceId: string, after
       };
     }),
     more: rows.length === BATCH && settled.length === BATCH,
-    unsettled: settled.length < rows.length,
+    unsettled: firstUnsettled !== undefined,
+    ...(firstUnsettled && {
+      waiting: {
+        position: encodePosition({ epoch: epoch.id, xact: firstUnsettled.xact, id: firstUnsettled.id }),
+        horizon: firstUnsettled.horizon,
+      },
+    }),
   };
 }
 
 /**
- * Where a stream that starts now begins: after the newest settled event. Events committed but not
- * yet settled come after it, and are sent once they settle.
+ * Where a stream that starts now begins: after the newest settled event of the current epoch.
+ * Events committed but not yet settled come after it, and are sent once they settle.
  */
 export async function tail(db: Kysely<Database>, workspaceId: string): Promise<Position> {
-  const newest = await events(db, workspaceId)
+  const epoch = await currentEpoch(db);
+  const newest = await events(db, workspaceId, epoch)
     .select(["id", sql<string>`xact::text`.as("xact")])
     .where(sql<boolean>`xact < ${HORIZON}`)
     .orderBy("xact", "desc")
     .orderBy("id", "desc")
     .limit(1)
     .executeTakeFirst();
-  return newest ? { xact: newest.xact, id: newest.id } : ORIGIN;
+  return newest ? { epoch: epoch.id, xact: newest.xact, id: newest.id } : originOf(epoch.id);
 }

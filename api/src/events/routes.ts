@@ -3,13 +3,16 @@ import { z } from "@hono/zod-openapi";
 import { defineRoute } from "../access/define-route.ts";
 import { createRouter } from "../http/router.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
+import { currentEpoch, resumeFrom } from "./epochs.ts";
 import { EVENT_ACTIONS } from "./kinds.ts";
 import { decodePosition } from "./position.ts";
 import { streamEvents } from "./stream.ts";
 
 const WorkspaceEventSchema = z
   .object({
-    id: z.string().openapi({ description: "The event's position, also its SSE `id`.", example: "7412-318" }),
+    id: z
+      .string()
+      .openapi({ description: "The event's position, also its SSE `id`.", example: "0-7412-318" }),
     type: z.enum(EVENT_ACTIONS).openapi({ description: "The audit action, also the SSE `event` name." }),
     occurredAt: z.string().datetime(),
     workspaceId: z.string(),
@@ -19,7 +22,8 @@ const WorkspaceEventSchema = z
   })
   .openapi("WorkspaceEvent");
 
-const eventId = (description: string) => z.string().optional().openapi({ description, example: "7412-318" });
+const eventId = (description: string) =>
+  z.string().optional().openapi({ description, example: "0-7412-318" });
 
 const streamWorkspaceEvents = defineRoute(
   { kind: "workspace", minRole: "member" },
@@ -36,6 +40,8 @@ const streamWorkspaceEvents = defineRoute(
         "sends every event after that position, in the same order on every replica, and `: keep-alive` " +
         "comments while idle. Without an id it starts now; with one it resumes just after it, losing " +
         "and repeating nothing. EventSource does that by itself when it reconnects.",
+      "Ids are opaque (`<epoch>-<xact>-<id>`). After the database was restored onto another server " +
+        "a new epoch begins: an id from before it resumes at the restore (the `ready` id says so).",
     ].join("\n\n"),
     tags: ["Events"],
     request: {
@@ -54,15 +60,22 @@ const streamWorkspaceEvents = defineRoute(
         description: "The stream; each event's data is one `WorkspaceEvent`.",
         content: { "text/event-stream": { schema: WorkspaceEventSchema } },
       },
-      400: { description: "The event id is not one this stream sent (`INVALID_EVENT_ID`)." },
+      400: {
+        description:
+          "The event id is not one this stream sent, or is of an epoch this database does not have (`INVALID_EVENT_ID`).",
+      },
     },
   },
 );
 
 export function eventRoutes() {
-  return createRouter().openapi(streamWorkspaceEvents, (c) => {
+  return createRouter().openapi(streamWorkspaceEvents, async (c) => {
     const resumeAfter = c.req.valid("header")["last-event-id"] ?? c.req.valid("query").lastEventId;
-    const from = resumeAfter === undefined ? undefined : decodePosition(resumeAfter);
+    // refused (400) before the stream starts: malformed, or of an epoch that does not exist
+    const from =
+      resumeAfter === undefined
+        ? undefined
+        : resumeFrom(decodePosition(resumeAfter), await currentEpoch(c.var.deps.database.db));
     return streamEvents(c, c.var.workspace.workspaceId, from);
   });
 }

@@ -1,9 +1,10 @@
 import type { Context } from "hono";
-import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { AppEnv } from "../context.ts";
+import { streamChannel } from "../http/channel-stream.ts";
 import { readAfter, tail } from "./feed.ts";
 import { WORKSPACE_EVENTS_CHANNEL } from "./kinds.ts";
 import { encodePosition, type Position } from "./position.ts";
+import { StallWatch } from "./stall.ts";
 
 /** Idle connections are cut by proxies and load balancers after a while; a comment keeps it open. */
 const KEEP_ALIVE_MS = 15_000;
@@ -23,81 +24,61 @@ const LAST_SETTLE_WAIT_MS = 1_000;
  * when reading fails; a client resumes with Last-Event-ID.
  */
 export function streamEvents(c: Context<AppEnv>, workspaceId: string, from: Position | undefined): Response {
-  const { database, logger, stopping } = c.var.deps;
-  const response = streamSSE(c, (stream) =>
-    follow(stream).catch((error: unknown) => {
-      logger.error({ err: error, workspaceId }, "workspace event stream failed");
-    }),
-  );
-  // Its connection is not reused: an idle kept-alive socket would hold up a shutdown's close().
-  response.headers.set("connection", "close");
-  // Tells reverse proxies (nginx) to pass each event on as it comes instead of buffering.
-  response.headers.set("x-accel-buffering", "no");
-  return response;
-
-  async function follow(stream: SSEStreamingApi) {
-    let dirty = true;
-    let wake = () => {};
-    const look = () => {
+  const { database, logger } = c.var.deps;
+  let cursor: Position;
+  /** Something may have been recorded after the cursor: read again. */
+  let dirty = true;
+  /** Events are waiting to settle: read again then, and wait twice as long the next time. */
+  let settleAt: number | undefined;
+  let settleWait = 0;
+  const stall = new StallWatch();
+  return streamChannel(c, {
+    channel: WORKSPACE_EVENTS_CHANNEL,
+    keepAliveMs: KEEP_ALIVE_MS,
+    failure: { message: "workspace event stream failed", context: { workspaceId } },
+    heard(payload) {
+      if (payload === workspaceId) dirty = true;
+    },
+    // notifications may have been missed meanwhile: read again, which finds whatever they said
+    missed() {
       dirty = true;
-      wake();
-    };
-    const finish = () => wake();
-    const unlisten = await database.listen(
-      WORKSPACE_EVENTS_CHANNEL,
-      (payload) => {
-        if (payload === workspaceId) look();
-      },
-      // notifications may have been missed meanwhile: read again, which finds whatever they said
-      look,
-    );
-    stopping.addEventListener("abort", finish);
-    stream.onAbort(finish);
-    try {
+    },
+    async start(send) {
       // read after listening started, so an event committed in between is read, not missed
-      let cursor = from ?? (await tail(database.db, workspaceId));
-      await stream.writeSSE({
-        event: "ready",
-        id: encodePosition(cursor),
-        data: JSON.stringify({ workspaceId }),
-      });
-      let settleWait = 0;
-      let lastWrite = Date.now();
-      while (!stream.aborted && !stopping.aborted) {
-        if (dirty) {
-          dirty = false;
-          const batch = await readAfter(database.db, workspaceId, cursor);
-          for (const { position, ...event } of batch.events) {
-            await stream.writeSSE({ event: event.type, id: event.id, data: JSON.stringify(event) });
-            cursor = position;
-            lastWrite = Date.now();
-          }
-          if (batch.more) dirty = true;
-          settleWait = batch.unsettled
-            ? Math.min(Math.max(settleWait * 2, FIRST_SETTLE_WAIT_MS), LAST_SETTLE_WAIT_MS)
-            : 0;
-          continue;
-        }
-        const keepAliveIn = lastWrite + KEEP_ALIVE_MS - Date.now();
-        const waitMs = settleWait > 0 ? Math.min(settleWait, keepAliveIn) : keepAliveIn;
-        const woken = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), Math.max(waitMs, 0));
-          wake = () => {
-            clearTimeout(timer);
-            resolve(true);
-          };
-        });
-        wake = () => {};
-        if (woken) continue;
-        if (settleWait > 0 && waitMs === settleWait) dirty = true;
-        else {
-          await stream.write(": keep-alive\n\n");
-          lastWrite = Date.now();
-        }
+      cursor = from ?? (await tail(database.db, workspaceId));
+      await send({ event: "ready", id: encodePosition(cursor), data: JSON.stringify({ workspaceId }) });
+    },
+    async turn(send) {
+      if (!dirty && (settleAt === undefined || Date.now() < settleAt))
+        return settleAt === undefined ? undefined : settleAt - Date.now();
+      dirty = false;
+      const batch = await readAfter(database.db, workspaceId, cursor);
+      for (const { position, ...event } of batch.events) {
+        await send({ event: event.type, id: event.id, data: JSON.stringify(event) });
+        cursor = position;
       }
-    } finally {
-      stopping.removeEventListener("abort", finish);
-      await unlisten();
-    }
-  }
+      const waitedMs = stall.check(batch.waiting?.horizon);
+      if (waitedMs !== undefined)
+        logger.warn(
+          {
+            workspaceId,
+            waitedMs,
+            waitingEvent: batch.waiting?.position,
+            oldestRunningXact: batch.waiting?.horizon,
+          },
+          "live events are held back: a transaction has been open for long on the Postgres server " +
+            "(events wait until every older transaction on the whole server ends; find it in " +
+            "pg_stat_activity by backend_xid, and set idle_in_transaction_session_timeout)",
+        );
+      if (batch.more) {
+        dirty = true;
+        return 0;
+      }
+      settleWait = batch.unsettled
+        ? Math.min(Math.max(settleWait * 2, FIRST_SETTLE_WAIT_MS), LAST_SETTLE_WAIT_MS)
+        : 0;
+      settleAt = batch.unsettled ? Date.now() + settleWait : undefined;
+      return batch.unsettled ? settleWait : undefined;
+    },
+  });
 }

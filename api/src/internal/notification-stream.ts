@@ -1,6 +1,7 @@
 import type { Context } from "hono";
-import { type SSEMessage, type SSEStreamingApi, streamSSE } from "hono/streaming";
+import type { SSEMessage } from "hono/streaming";
 import type { AppEnv } from "../context.ts";
+import { streamChannel } from "../http/channel-stream.ts";
 
 // The proxy treats 25 s of silence as a dead stream.
 const KEEP_ALIVE_MS = 10_000;
@@ -25,58 +26,31 @@ export interface NotificationStream {
  * applies idempotently.
  */
 export function streamNotifications(c: Context<AppEnv>, spec: NotificationStream): Response {
-  const { database, logger, stopping } = c.var.deps;
-  const response = streamSSE(c, (stream) =>
-    follow(stream).catch((error: unknown) => {
-      logger.error({ err: error }, `${spec.name} stream failed`);
-    }),
-  );
-  // Its connection is not reused: an idle kept-alive socket would hold up a shutdown's close().
-  response.headers.set("connection", "close");
-  return response;
-
-  async function follow(stream: SSEStreamingApi) {
-    const pending: SSEMessage[] = [];
-    let wake = () => {};
-    let stale = false;
-    const finish = () => wake();
-    const unlisten = await database.listen(
-      spec.channel,
-      (payload) => {
-        try {
-          pending.push(spec.toMessage(payload));
-        } catch (error) {
-          logger.error({ err: error }, `malformed ${spec.name} notification`);
-        }
-        wake();
-      },
-      () => {
-        stale = true;
-        wake();
-      },
-    );
-    stopping.addEventListener("abort", finish);
-    stream.onAbort(finish);
-    try {
-      await stream.writeSSE(await spec.first());
-      while (!stream.aborted && !stopping.aborted && !stale) {
-        const message = pending.shift();
-        if (message) {
-          await stream.writeSSE(message);
-          continue;
-        }
-        const woken = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), KEEP_ALIVE_MS);
-          wake = () => {
-            clearTimeout(timer);
-            resolve(true);
-          };
-        });
-        if (!woken) await stream.write(": keep-alive\n\n");
+  const { logger } = c.var.deps;
+  const pending: SSEMessage[] = [];
+  let stale = false;
+  return streamChannel(c, {
+    channel: spec.channel,
+    keepAliveMs: KEEP_ALIVE_MS,
+    failure: { message: `${spec.name} stream failed` },
+    heard(payload) {
+      try {
+        pending.push(spec.toMessage(payload));
+      } catch (error) {
+        logger.error({ err: error }, `malformed ${spec.name} notification`);
       }
-    } finally {
-      stopping.removeEventListener("abort", finish);
-      await unlisten();
-    }
-  }
+    },
+    missed() {
+      stale = true;
+    },
+    start: async (send) => send(await spec.first()),
+    // one message a turn, then at once the next: the loop checks for the end between them
+    async turn(send) {
+      if (stale) return "end";
+      const message = pending.shift();
+      if (!message) return undefined;
+      await send(message);
+      return 0;
+    },
+  });
 }

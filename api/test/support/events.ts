@@ -53,15 +53,19 @@ export async function followEvents(
   };
 }
 
-/** Positions `<xact>-<id>` as numbers to compare: strictly increasing along a stream. */
+/** Positions `<epoch>-<xact>-<id>` as numbers to compare: strictly increasing along a stream. */
 export function expectIncreasing(ids: (string | undefined)[]): void {
   const positions = ids.map((id) => {
-    const match = /^(\d+)-(\d+)$/.exec(id ?? "");
+    const match = /^(\d+)-(\d+)-(\d+)$/.exec(id ?? "");
     if (!match) throw new Error(`not a position: ${id}`);
-    return [BigInt(match[1] ?? ""), BigInt(match[2] ?? "")] as const;
+    return match.slice(1).map((part) => BigInt(part));
   });
+  const before = (a: bigint[], b: bigint[]): boolean => {
+    const i = a.findIndex((part, at) => part !== b[at]);
+    return i !== -1 && (a[i] as bigint) < (b[i] as bigint);
+  };
   for (let i = 1; i < positions.length; i++) {
-    const [a, b] = [positions[i - 1], positions[i]] as [readonly [bigint, bigint], readonly [bigint, bigint]];
-    expect(a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]), `${ids[i - 1]} before ${ids[i]}`).toBe(true);
+    const [a, b] = [positions[i - 1], positions[i]] as [bigint[], bigint[]];
+    expect(before(a, b), `${ids[i - 1]} before ${ids[i]}`).toBe(true);
   }
 }
