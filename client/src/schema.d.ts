@@ -1324,6 +1324,8 @@ export interface paths {
          *
          *     The stream opens with `ready` (data `{workspaceId}`, `id` the position it starts from), then sends every event after that position, in the same order on every replica, and `: keep-alive` comments while idle. Without an id it starts now; with one it resumes just after it, losing and repeating nothing. EventSource does that by itself when it reconnects.
          *
+         *     Ids are opaque (`<epoch>-<xact>-<id>`). After the database was restored onto another server a new epoch begins: an id from before it resumes at the restore (the `ready` id says so).
+         *
          *     Access: workspace member or higher.
          */
         get: operations["streamWorkspaceEvents"];
@@ -1956,7 +1958,7 @@ export interface components {
         WorkspaceEvent: {
             /**
              * @description The event's position, also its SSE `id`.
-             * @example 7412-318
+             * @example 0-7412-318
              */
             id: string;
             /**
@@ -7183,7 +7185,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["WorkspaceEvent"];
                 };
             };
-            /** @description The event id is not one this stream sent (`INVALID_EVENT_ID`). */
+            /** @description The event id is not one this stream sent, or is of an epoch this database does not have (`INVALID_EVENT_ID`). */
             400: {
                 headers: {
                     [name: string]: unknown;
