@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomInt } from "node:crypto";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -109,6 +110,23 @@ describe("cubicle mcp: a bot's computer as an AI agent's tools", () => {
     const echo = await call(client, "shell", { command: "echo hi" });
     expect(echo.isError).toBeFalsy();
     expect(textOf(echo)).toBe("exit code 0\nstdout:\nhi\n");
+
+    // a call the agent cancels stops its command on the computer, not only the wait for its answer
+    const duration = `${randomInt(100, 200)}.${randomInt(1000, 10_000)}`;
+    // the brackets keep the probe's own command line from matching
+    const probe = `pgrep -f 'sleep ${duration.replace(".", "[.]")}' >/dev/null && echo running || echo gone`;
+    const sleepIs = async (state: string) =>
+      textOf(await call(client, "shell", { command: probe })).includes(state) || undefined;
+    const cancel = new AbortController();
+    const sleeping = client.callTool(
+      { name: "shell", arguments: { command: `sleep ${duration}` } },
+      undefined,
+      { signal: cancel.signal },
+    );
+    await until("the command to run", () => sleepIs("running"));
+    cancel.abort();
+    await expect(sleeping).rejects.toThrow();
+    await until("the cancelled command to be killed", () => sleepIs("gone"));
 
     await call(client, "write_file", { path: "mcp/note.txt", content: "from the agent" });
     expect(textOf(await call(client, "read_file", { path: "mcp/note.txt" }))).toBe("from the agent");

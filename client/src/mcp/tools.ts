@@ -21,12 +21,13 @@ const text = (body: string, isError = false): CallToolResult => ({
 
 /** The bot's computer as tools, each run on the server's one session with the bot. */
 export function registerTools(server: McpServer, holder: BotSession): void {
-  // a tool's failure is the agent's to read (isError), not a protocol error
+  // a tool's failure is the agent's to read (isError), not a protocol error. `signal` aborts when
+  // the agent cancels the call or its HTTP caller goes: work that takes it stops on the computer too.
   const run =
-    <A>(work: (session: Session, args: A) => Promise<CallToolResult>) =>
-    (args: A): Promise<CallToolResult> =>
+    <A>(work: (session: Session, args: A, signal: AbortSignal) => Promise<CallToolResult>) =>
+    (args: A, { signal }: { signal: AbortSignal }): Promise<CallToolResult> =>
       holder
-        .use((session) => work(session, args))
+        .use((session) => work(session, args, signal))
         .catch((error: unknown) => text(describeError(error, holder.bot), true));
 
   server.registerTool(
@@ -37,6 +38,8 @@ export function registerTools(server: McpServer, holder: BotSession): void {
         "Takes a screenshot of the bot's desktop: a 1280x800 PNG whose pixels are the coordinates " +
         "computer_act uses ((0,0) is the top-left corner), with the pointer's position and the focused " +
         `window's title. Observe after acting to see what changed. ${SESSION_NOTE}`,
+      // no input, but a schema all the same: the SDK then calls it as the others, (args, extra)
+      inputSchema: {},
       annotations: { readOnlyHint: true },
     },
     run(async (session) => {
@@ -115,8 +118,8 @@ export function registerTools(server: McpServer, holder: BotSession): void {
         timeoutMs: z.number().int().min(1).max(3_600_000).optional().describe("Kill it after this long."),
       },
     },
-    run(async (session, request) => {
-      const result = await session.run(request);
+    run(async (session, request, signal) => {
+      const result = await session.run(request, { signal });
       const parts = [`exit code ${result.code}`];
       if (result.stdout) parts.push(`stdout:\n${result.stdout}`);
       if (result.stderr) parts.push(`stderr:\n${result.stderr}`);
