@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,17 +21,21 @@ interface Run {
 
 /**
  * Runs the real CLI as a user's shell would, with only the variables given (plus PATH and HOME):
- * `onStdout` sees its output as it comes.
+ * `input` is all its stdin (none by default), `onStdout` sees its output as it comes.
  */
 function cubicle(
   args: string[],
   env: Record<string, string>,
-  onStdout?: (text: string, child: ReturnType<typeof spawn>) => void,
+  {
+    input = "",
+    onStdout,
+  }: { input?: string; onStdout?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
 ): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     });
+    child.stdin.end(input);
     const stdout: Buffer[] = [];
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {
@@ -106,8 +110,10 @@ describe.concurrent("the cubicle CLI", () => {
 
     // Ctrl-C while the command runs kills it: 130, long before its sleep ends
     const started = Date.now();
-    const interrupted = await cubicle(["shell", "echo started; sleep 60"], me.env, (text, child) => {
-      if (text.includes("started")) child.kill("SIGINT");
+    const interrupted = await cubicle(["shell", "echo started; sleep 60"], me.env, {
+      onStdout: (text, child) => {
+        if (text.includes("started")) child.kill("SIGINT");
+      },
     });
     expect(interrupted).toMatchObject({ code: 130, out: "started\n" });
     expect(Date.now() - started).toBeLessThan(30_000);
@@ -156,6 +162,38 @@ describe.concurrent("the cubicle CLI", () => {
     const after = await me.run("shell", "echo late");
     expect(after).toMatchObject({ code: 2, out: "" });
     expect(after.stderr).toContain("No open session: run `cubicle session open <bot>` first.");
+  });
+
+  it("keeps its session through a command longer than the lease, resumed in the workspace saved with it", {
+    timeout: SLOW,
+  }, async () => {
+    const bot = await makeBot("CLI long");
+    const me = await user();
+    expect((await me.run("session", "open", bot.name)).code).toBe(0);
+
+    // the command heartbeats the session while it runs: it is still open when the sleep is over
+    const seconds = (deployment().sessionLeaseMs * 1.5) / 1000;
+    expect(await me.run("shell", `sleep ${seconds}; echo done`)).toMatchObject({ code: 0, out: "done\n" });
+    expect(await me.run("shell", "echo still open")).toMatchObject({ code: 0, out: "still open\n" });
+
+    // resumed in the saved workspace, not the key's: one the key cannot see is refused as the api
+    // refuses it, and the session is kept for when that passes
+    const file = me.env.CUBICLE_SESSION_FILE;
+    const saved = await readFile(file, "utf8");
+    const state = JSON.parse(saved);
+    await writeFile(file, JSON.stringify({ ...state, workspaceId: randomUUID() }));
+    const elsewhere = await me.run("session");
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toMatch(/^error: .+ \(WORKSPACE_NOT_FOUND\)\n$/);
+    await writeFile(file, saved);
+    expect((await me.run("session", "end")).code).toBe(0);
+
+    // a session the api does not know is forgotten
+    await writeFile(file, JSON.stringify({ ...state, sessionId: randomUUID() }));
+    const unknown = await me.run("shell", "true");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("is no longer open");
+    await expect(stat(file)).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("takes a checkpoint of a computer and restores it, with progress on stderr", {
@@ -211,10 +249,17 @@ describe.concurrent("the cubicle CLI", () => {
 
     const me = await user();
     const { CUBICLE_API_KEY: key, CUBICLE_URL: url, ...files } = me.env;
-    const login = await cubicle(["login", "--url", url, "--api-key", key], files);
-    expect(login.code).toBe(0);
+    // the key comes on stdin (kept out of `ps`); none there is a usage error
+    const keyless = await cubicle(["login", "--url", url, "--api-key", "-"], files);
+    expect(keyless.code).toBe(2);
+    expect(keyless.stderr).toContain("login needs an API key");
+    // an older config readable by all is replaced by one only its owner may read, nothing left beside it
+    await writeFile(files.CUBICLE_CONFIG, "{}\n", { mode: 0o644 });
+    const login = await cubicle(["login", "--url", url], files, { input: `${key}\n` });
+    expect(login.code, login.stderr).toBe(0);
     expect(login.out + login.stderr).not.toContain(key);
     expect((await stat(files.CUBICLE_CONFIG)).mode & 0o777).toBe(0o600);
+    expect(await readdir(me.dir)).toEqual(["config.json"]);
     expect(JSON.parse(await readFile(files.CUBICLE_CONFIG, "utf8"))).toEqual({ url, apiKey: key });
     // only the file now: no CUBICLE_URL or CUBICLE_API_KEY in the environment
     const computers = await cubicle(["computers"], files);
@@ -226,8 +271,30 @@ describe.concurrent("the cubicle CLI", () => {
     expect(audit.code).toBe(0);
     expect(JSON.parse(audit.out).items.length).toBeGreaterThan(0);
     expect(JSON.parse(audit.out).items.length).toBeLessThanOrEqual(5);
-    // and the environment wins over it
-    const overridden = await cubicle(["bots"], { ...files, CUBICLE_API_KEY: "cub_not-a-real-key" });
+    // the environment's credentials win over it, as a set: half of them is refused, never
+    // completed from the file (an environment's key is not sent to the url saved by login)
+    const bad = "cub_not-a-real-key";
+    const overridden = await cubicle(["bots"], { ...files, CUBICLE_URL: url, CUBICLE_API_KEY: bad });
     expect(overridden.code).toBe(1);
+    expect(overridden.stderr).toMatch(/\(INVALID_API_KEY\)\n$/);
+    const keyOnly = await cubicle(["bots"], { ...files, CUBICLE_API_KEY: bad });
+    expect(keyOnly).toMatchObject({ code: 2, out: "" });
+    expect(keyOnly.stderr).toMatch(/^error: CUBICLE_API_KEY is set but CUBICLE_URL is not/);
+    const urlOnly = await cubicle(["bots", "--json"], { ...files, CUBICLE_URL: url });
+    expect(urlOnly.code).toBe(2);
+    expect(JSON.parse(urlOnly.stderr)).toMatchObject({ code: "NOT_CONFIGURED" });
+    expect(JSON.parse(urlOnly.stderr).detail).toMatch(/^CUBICLE_URL is set but CUBICLE_API_KEY is not/);
+  });
+
+  it("reports a malformed config file in one line, for `cubicle mcp` too", async () => {
+    const { env } = await user();
+    const { CUBICLE_API_KEY: _key, CUBICLE_URL: _url, ...files } = env;
+    await writeFile(files.CUBICLE_CONFIG, "{not json");
+    for (const args of [["bots"], ["mcp", "--bot", "anyone"]]) {
+      const failed = await cubicle(args, files);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/^error: .+ is not valid JSON \(.+\)\n$/);
+      expect(failed.stderr).toContain(files.CUBICLE_CONFIG);
+    }
   });
 });

@@ -37,7 +37,7 @@ export function context(env: Env, json: boolean): Context {
         if (!url || !apiKey)
           throw new CliError(
             "NOT_CONFIGURED",
-            "Not logged in: set CUBICLE_URL and CUBICLE_API_KEY, or run `cubicle login --url <url> --api-key <key>`.",
+            "Not logged in: set CUBICLE_URL and CUBICLE_API_KEY, or run `cubicle login --url <url>` (it reads the key from stdin).",
           );
         return new Cubicle({ url, apiKey, workspaceId: workspace });
       });

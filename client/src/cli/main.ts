@@ -39,8 +39,9 @@ const OVERVIEW = [
   "",
   "Every command takes --json (machine-readable output) and --help.",
   "Credentials: CUBICLE_URL and CUBICLE_API_KEY (optional CUBICLE_WORKSPACE), or `cubicle login`.",
-  "Exit codes: 0 done, 1 the api refused (or could not be reached), 2 bad usage or no open session;",
-  "`shell` exits with its command's code (130 when interrupted).",
+  "Exit codes: 0 done, 1 the api refused (or could not be reached, or a local file failed), 2 bad",
+  "usage, no credentials or no open session; `shell` exits with its command's code (130 when",
+  "interrupted, 1 when it never ran).",
 ].join("\n");
 
 /** The command the words name, and how many words its name took. */
@@ -58,8 +59,6 @@ function help(command: Command): string {
 
 /** Runs the CLI on its arguments; the result is its exit code. */
 export async function main(argv: string[], env: Env = process.env): Promise<number> {
-  // the MCP server parses its own options and reports its own errors
-  if (argv[0] === "mcp") return mcp(argv.slice(1), env);
   // a first, lenient pass only to find the command's words: its own options are known after
   const { tokens, values } = parseArgs({ args: argv, strict: false, allowPositionals: true, tokens: true });
   const json = values.json === true;
@@ -67,6 +66,8 @@ export async function main(argv: string[], env: Env = process.env): Promise<numb
   const wantsHelp = words[0] === "help" || values.help === true;
   const named = words[0] === "help" ? words.slice(1) : words;
   try {
+    // the MCP server parses its own options and reports its own errors, once it has credentials
+    if (argv[0] === "mcp") return await mcp(argv.slice(1), env);
     const found = find(named);
     if (!found) {
       if (wantsHelp && named.length === 0) {

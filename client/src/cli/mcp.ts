@@ -2,7 +2,7 @@ import { type Env, settings } from "./config.ts";
 
 /**
  * `cubicle mcp`: the MCP server (client/src/mcp), which reads its credentials from the environment;
- * given here the ones in effect, so a `cubicle login` serves it too (the environment still wins).
+ * given here the ones in effect, so a `cubicle login` serves it too (see `settings` for which win).
  * Loaded only when asked for: the MCP SDK is no cost to the other commands' start.
  */
 export async function mcp(argv: string[], env: Env): Promise<number> {

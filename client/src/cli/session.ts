@@ -4,8 +4,10 @@ import { CliError, fields, line, printJson, progress } from "./output.ts";
 import { clearState, readState, type SessionState, saveState } from "./state.ts";
 
 /**
- * The session `session open` saved, resumed and heartbeaten: every command that uses it extends it
- * to a full lease (SESSION_LEASE_MS) from now, since nothing heartbeats between invocations.
+ * The session `session open` saved, resumed in its workspace and heartbeaten: every command that
+ * uses it extends it to a full lease (SESSION_LEASE_MS) from now, since nothing heartbeats between
+ * invocations, and keeps heartbeating it while it runs, so a long `shell` or file transfer does not
+ * outlast the lease (the library's timer does not keep the process from exiting, and stops at end()).
  */
 export async function currentSession(context: Context): Promise<{ session: Session; state: SessionState }> {
   const state = await readState(context.env);
@@ -13,13 +15,23 @@ export async function currentSession(context: Context): Promise<{ session: Sessi
   const cubicle = await context.cubicle();
   if (state.url !== cubicle.url)
     throw new CliError("NO_SESSION", `The open session is on ${state.url}, not on ${cubicle.url}.`);
+  let session: Session | undefined;
   try {
-    const session = await cubicle.resumeSession(state.botId, state.sessionId);
+    session = await cubicle.resumeSession(state.botId, state.sessionId, {
+      workspaceId: state.workspaceId,
+      heartbeats: true,
+    });
     await session.heartbeat();
     return { session, state };
   } catch (error) {
-    // ended elsewhere, expired, or reclaimed by a newer session: the saved one is of no more use
-    if (error instanceof CubicleError && (error.code === "STALE_FENCE" || error.status === 404)) {
+    session?.stopHeartbeats();
+    // ended elsewhere, expired or reclaimed by a newer session (STALE_FENCE), or unknown to the api:
+    // the saved one is of no more use. Any other refusal (a key of another workspace, the api away)
+    // may pass, so the file is kept.
+    if (
+      error instanceof CubicleError &&
+      (error.code === "STALE_FENCE" || error.code === "SESSION_NOT_FOUND")
+    ) {
       await clearState(context.env);
       throw new CliError(
         "NO_SESSION",
