@@ -231,7 +231,7 @@ export class TestClient {
 }
 
 /** The whole body; of an event stream, which does not end, its first event only. */
-async function bodyText(response: Response): Promise<string> {
+export async function bodyText(response: Response): Promise<string> {
   if (!response.headers.get("content-type")?.startsWith("text/event-stream") || !response.body)
     return response.text();
   const decoder = new TextDecoder();

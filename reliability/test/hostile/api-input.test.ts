@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, it, type TestContext } from "vitest";
-import { expectStatus, startTestApi, type TestApi } from "../../../api/test/support/harness.ts";
+import { bodyText, expectStatus, startTestApi, type TestApi } from "../../../api/test/support/harness.ts";
 import {
   type DocumentedRoute,
   documentedRoutes,
@@ -92,7 +92,8 @@ async function asOwner(
   return {
     status: response.status,
     contentType: response.headers.get("content-type"),
-    text: await response.text(),
+    // an event stream does not end: its first event says enough
+    text: await bodyText(response),
   };
 }
 
