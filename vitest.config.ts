@@ -19,10 +19,11 @@ const waitingSuites = [
  *
  * Most of the unit and api suites, the Box and desktop provider suites and the reliability suite's
  * hostile input wait on a database, a process, a vendor's polling or a browser, not on the CPU, so
- * they run two files at a time; then the other provider suites and the end-to-end journeys run one
- * file at a time (each drives real desktops, and two at once on this machine's two cores slowed
- * Daytona's export and import cases past their budget), and last the reliability suite's faults
- * and load, alone, since what they measure is the machine's behaviour.
+ * they run two files at a time; then the other provider suites run one file at a time (each
+ * drives real desktops, and two at once on this machine's two cores slowed Daytona's export and
+ * import cases past their budget); then the client suites, two at a time by themselves; then the
+ * end-to-end journeys one at a time, and last the reliability suite's faults and load, alone,
+ * since what they measure is the machine's behaviour.
  */
 /**
  * Files that change the host's network (network namespaces and routes for stand-in hosts at fixed
@@ -92,11 +93,14 @@ export default defineConfig({
       },
       {
         // the client library, the CLI and the MCP server: users of one deployment (real api,
-        // supervisor and Docker desktops) that the project's setup starts once for all three
+        // supervisor and Docker desktops) that the project's setup starts once for all of them;
+        // after the provider suites, by themselves: beside the first group's files, their desktops
+        // and CLI processes slowed the Box emulator's stop past its wait
         extends: true,
         test: {
           name: "client",
-          ...twoAtATime,
+          maxWorkers: 2,
+          sequence: { groupOrder: 3 },
           include: ["client/test/**/*.test.ts"],
           globalSetup: ["client/testing/deployment.ts"],
         },
@@ -107,14 +111,14 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "e2e", ...oneAtATime(3), include: ["e2e/test/**/*.test.ts"] },
+        test: { name: "e2e", ...oneAtATime(4), include: ["e2e/test/**/*.test.ts"] },
       },
       {
         // faults and load (`npm run reliability` runs these and the hostile input's files, and prints the report)
         extends: true,
         test: {
           name: "reliability",
-          ...oneAtATime(4),
+          ...oneAtATime(5),
           include: ["reliability/test/{faults,load}/**/*.test.ts"],
           // the production dialect: faults and load are about the real database server's behaviour
           env: { CUBICLE_TEST_DB: "postgres" },
