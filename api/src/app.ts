@@ -25,6 +25,7 @@ import { invitationRoutes } from "./invitations/routes.ts";
 import { memberRoutes } from "./members/routes.ts";
 import { metricsAccess } from "./observability/metrics-access.ts";
 import { referenceRoutes } from "./openapi/reference.ts";
+import { recordingIngestRoutes, recordingRoutes } from "./recordings/index.ts";
 import { screenRoutes } from "./screens/routes.ts";
 import { sessionRoutes } from "./sessions/routes.ts";
 import { computerToolRoutes } from "./tools/computer-routes.ts";
@@ -65,8 +66,10 @@ export function createApp(deps: AppDeps) {
   app.route("/", checkpointRoutes());
   app.route("/", screenRoutes());
   app.route("/", sessionRoutes());
+  app.route("/", recordingRoutes());
   app.route("/", eventRoutes());
   app.route("/", proxyRoutes());
+  app.route("/", recordingIngestRoutes());
   app.route("/", doctorRoutes());
   app.route("/", referenceRoutes(OPENAPI_PATH));
 

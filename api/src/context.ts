@@ -9,6 +9,7 @@ import type { ApiEnv } from "./config/env.ts";
 import type { CredentialCipher } from "./credentials/cipher.ts";
 import type { Logger } from "./observability/logger.ts";
 import type { Metrics } from "./observability/metrics.ts";
+import type { Recordings, SessionRecorders } from "./recordings/index.ts";
 import type { Sandbox } from "./sandbox/sandbox.ts";
 
 /** Everything a route may use; built once in main.ts (or by a test) and handed to createApp. */
@@ -23,6 +24,10 @@ export interface AppDeps {
   sandbox: Sandbox;
   /** Revisions of computers' homes; also the lifecycle's hooks at start, stop and destroy. */
   checkpoints: Checkpoints;
+  /** Recorded screens: the sealed store of recordings and the videos being made from them. */
+  recordings: Recordings;
+  /** This replica's record sockets: the screens of sessions it records. */
+  sessionRecorders: SessionRecorders;
   /** Mints screen capabilities (and checks proxies' service tokens). */
   capabilities: CapabilityKeyring;
   /** The VNC password of a control lease's server (see screens/control-password.ts). */

@@ -25,6 +25,13 @@ import { answerClientErrors } from "./http/client-errors.ts";
 import { redemptionPruneJob } from "./internal/redemptions.ts";
 import { createLogger, type DestinationStream } from "./observability/logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
+import {
+  createRecordingStore,
+  Recordings,
+  recordingHousekeepingJob,
+  SessionRecorders,
+  sessionRecordingJob,
+} from "./recordings/index.ts";
 import { Sandbox } from "./sandbox/sandbox.ts";
 import { controlExpiryJob } from "./screens/control-expiry.ts";
 import { controlPasswords } from "./screens/control-password.ts";
@@ -77,6 +84,15 @@ export async function startApi(
     }),
     { keepLast: env.checkpoints.keepLast, keepDailyForDays: env.checkpoints.keepDailyForDays },
   );
+  const recordings = new Recordings(
+    { db: database.db, logger },
+    createRecordingStore(env.recordings.dir, encryptionKeys),
+  );
+  const capabilities = new CapabilityKeyring({
+    current: secrets.screenCapabilityKey,
+    previous: secrets.previousScreenCapabilityKeys,
+  });
+  const sessionRecorders = new SessionRecorders({ database, sandbox, capabilities, audit, env, logger });
   const stopping = new AbortController();
   // Every open lease stream (one per proxy replica) listens on it; that is not a leak.
   setMaxListeners(0, stopping.signal);
@@ -90,10 +106,9 @@ export async function startApi(
     metrics: createMetrics(),
     sandbox,
     checkpoints,
-    capabilities: new CapabilityKeyring({
-      current: secrets.screenCapabilityKey,
-      previous: secrets.previousScreenCapabilityKeys,
-    }),
+    recordings,
+    capabilities,
+    sessionRecorders,
     controlPassword: controlPasswords(secrets.screenCapabilityKey),
     stopping: stopping.signal,
     version: API_VERSION,
@@ -117,6 +132,8 @@ export async function startApi(
     egressRefusalJob(deps),
     redemptionPruneJob(deps),
     checkpointRetryJob(deps),
+    recordingHousekeepingJob(deps),
+    sessionRecordingJob(deps),
   ].map((job) => startPeriodicJob(deps, job));
 
   return {
@@ -126,8 +143,10 @@ export async function startApi(
       // Event streams end first: the server only finishes closing once every response has.
       stopping.abort();
       await Promise.all(jobs.map((job) => job.stop()));
+      await sessionRecorders.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await checkpoints.drain();
+      await recordings.exports.drain();
       await sandbox.shutdown();
       if (!options.database) await database.close();
     },

@@ -123,7 +123,9 @@ describe("view capabilities", () => {
       });
       expect(verified.controlLeaseId).toBeUndefined();
       expect(verified.target).toEqual(await provider.openScreen(ref, 2));
-      expect(Object.keys(body).sort()).toEqual(["expiresAt", "mode", "protocol", "token", "url"]);
+      expect(Object.keys(body).sort()).toEqual(["expiresAt", "mode", "protocol", "recorded", "token", "url"]);
+      // nothing records this workspace's screens
+      expect(body.recorded).toBe(false);
 
       const [audit] = (await audits("screen.capability_minted")).filter(
         (row) => row.data.jti === verified.jti,

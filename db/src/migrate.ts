@@ -8,6 +8,7 @@ import * as authRateLimit from "./migrations/0006_auth_rate_limit.ts";
 import * as egressPolicy from "./migrations/0007_egress_policy.ts";
 import * as eventPositions from "./migrations/0008_event_positions.ts";
 import * as eventEpochs from "./migrations/0009_event_epochs.ts";
+import * as recordings from "./migrations/0010_recordings.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ export const migrations: Record<string, Migration> = {
   "0007_egress_policy": egressPolicy,
   "0008_event_positions": eventPositions,
   "0009_event_epochs": eventEpochs,
+  "0010_recordings": recordings,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

@@ -231,6 +231,84 @@ export interface ConnectorCredentialsTable {
   updated_at: DefaultedTimestamp;
 }
 
+export const RECORDING_MODES = ["off", "control", "control-and-sessions"] as const;
+export type RecordingMode = (typeof RECORDING_MODES)[number];
+export const RECORDING_KINDS = ["control", "session"] as const;
+export type RecordingKind = (typeof RECORDING_KINDS)[number];
+export const RECORDING_STATUSES = ["pending", "recording", "complete", "incomplete"] as const;
+export type RecordingStatus = (typeof RECORDING_STATUSES)[number];
+export const RECORDING_EXPORT_STATUSES = ["queued", "running", "ready", "failed"] as const;
+export type RecordingExportStatus = (typeof RECORDING_EXPORT_STATUSES)[number];
+
+/** What a workspace records and how long it keeps it; no row is `off`, kept for ever, no cap. */
+export interface WorkspaceRecordingPoliciesTable {
+  workspace_id: string;
+  mode: RecordingMode;
+  /** Recordings started longer ago than this are pruned; null keeps them. */
+  retention_days: number | null;
+  /** The workspace's recordings are pruned oldest first down to this total; null: no cap. */
+  retention_bytes: number | null;
+  updated_at: DefaultedTimestamp;
+}
+
+/** One recorded socket: a person's control of a screen, or a bot's screen during a session. */
+export interface RecordingsTable {
+  id: GeneratedId;
+  workspace_id: string;
+  computer_id: string;
+  screen: number;
+  kind: RecordingKind;
+  /** Set exactly for kind `session`. */
+  session_id: string | null;
+  /** Set exactly for kind `control`. */
+  control_lease_id: string | null;
+  bot_id: string | null;
+  /** The person, or the key, the recording was made for. */
+  actor_type: "user" | "api_key";
+  actor_id: string;
+  actor_name: string;
+  status: RecordingStatus;
+  /** Set exactly when `incomplete`. */
+  incomplete_reason: string | null;
+  created_at: CreatedAt;
+  started_at: NullableTimestamp;
+  ended_at: NullableTimestamp;
+  /** When its upload was last heard of, while it is `recording`. */
+  ingested_at: NullableTimestamp;
+  duration_ms: ColumnType<number, number | undefined, number>;
+  bytes: ColumnType<number, number | undefined, number>;
+  width: number | null;
+  height: number | null;
+}
+
+/** The seek index: one sealed chunk of a recording's record stream, always whole records. */
+export interface RecordingChunksTable {
+  recording_id: string;
+  seq: number;
+  /** Times (ms since the recording began) of the chunk's first and last records. */
+  first_at: number;
+  last_at: number;
+  /** Where the chunk's plaintext begins within the record stream. */
+  offset: number;
+  bytes: number;
+}
+
+export interface RecordingExportsTable {
+  id: GeneratedId;
+  recording_id: string;
+  workspace_id: string;
+  format: "webm";
+  status: ColumnType<RecordingExportStatus, RecordingExportStatus | undefined, RecordingExportStatus>;
+  /** 0 to 1. */
+  progress: ColumnType<number, number | undefined, number>;
+  bytes: number | null;
+  error: string | null;
+  /** The audit label of whoever asked for it. */
+  requested_by: string;
+  created_at: CreatedAt;
+  finished_at: NullableTimestamp;
+}
+
 export interface DomainTables {
   deployment_settings: DeploymentSettingsTable;
   bots: BotsTable;
@@ -246,6 +324,10 @@ export interface DomainTables {
   audit_events: AuditEventsTable;
   event_epochs: EventEpochsTable;
   connector_credentials: ConnectorCredentialsTable;
+  workspace_recording_policies: WorkspaceRecordingPoliciesTable;
+  recordings: RecordingsTable;
+  recording_chunks: RecordingChunksTable;
+  recording_exports: RecordingExportsTable;
 }
 
 export interface Database extends DomainTables, AccountTables {}
@@ -258,3 +340,6 @@ export type Checkpoint = Selectable<CheckpointsTable>;
 export type CheckpointRetry = Selectable<CheckpointRetriesTable>;
 export type ControlLease = Selectable<ControlLeasesTable>;
 export type ComputerUpdate = Updateable<ComputersTable>;
+export type Recording = Selectable<RecordingsTable>;
+export type RecordingChunk = Selectable<RecordingChunksTable>;
+export type RecordingExport = Selectable<RecordingExportsTable>;

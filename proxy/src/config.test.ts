@@ -33,6 +33,29 @@ describe("proxy configuration", () => {
     }
   });
 
+  it("buffers 32 MiB per recording unless PROXY_RECORDING_BUFFER_BYTES says otherwise, within bounds", () => {
+    expect(parseProxyConfig({ SCREEN_CAPABILITY_KEY: key }).recordingBufferBytes).toBe(32 * 1024 * 1024);
+    expect(
+      parseProxyConfig({ SCREEN_CAPABILITY_KEY: key, PROXY_RECORDING_BUFFER_BYTES: "8388608" })
+        .recordingBufferBytes,
+    ).toBe(8 * 1024 * 1024);
+    expect(() =>
+      parseProxyConfig({ SCREEN_CAPABILITY_KEY: key, PROXY_RECORDING_BUFFER_BYTES: "1024" }),
+    ).toThrow("PROXY_RECORDING_BUFFER_BYTES");
+  });
+
+  it("uploads a recording in parts of 60 s unless PROXY_RECORDING_PART_MS says otherwise, from 1 s to 240 s", () => {
+    expect(parseProxyConfig({ SCREEN_CAPABILITY_KEY: key }).recordingPartMs).toBe(60_000);
+    for (const ms of [1_000, 30_000, 240_000])
+      expect(
+        parseProxyConfig({ SCREEN_CAPABILITY_KEY: key, PROXY_RECORDING_PART_MS: String(ms) }).recordingPartMs,
+      ).toBe(ms);
+    for (const ms of ["999", "240001", "300000", "soon"])
+      expect(() => parseProxyConfig({ SCREEN_CAPABILITY_KEY: key, PROXY_RECORDING_PART_MS: ms })).toThrow(
+        "PROXY_RECORDING_PART_MS",
+      );
+  });
+
   it("reads rotation keys, origins and limits", () => {
     const config = parseProxyConfig({
       SCREEN_CAPABILITY_KEY: key,

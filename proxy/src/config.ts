@@ -21,6 +21,16 @@ export interface ProxyConfig {
   readonly idleTimeoutMs: number;
   /** The largest WebSocket message or RFB client message accepted from a browser. */
   readonly maxFrameBytes: number;
+  /**
+   * How many bytes of one recording may wait for api to take them; past that the recording is
+   * ended incomplete and the live socket goes on (recording never slows a screen).
+   */
+  readonly recordingBufferBytes: number;
+  /**
+   * How long one request of a recording's upload carries records before the next continues it:
+   * api's server cuts a request whose body still arrives after its requestTimeout (5 min).
+   */
+  readonly recordingPartMs: number;
   /** The bearer token /metrics asks for; unset, there is no /metrics. Never logged. */
   readonly metricsToken: string | undefined;
   readonly logLevel: string;
@@ -80,6 +90,15 @@ export function parseProxyConfig(source: Env): ProxyConfig {
     maxSocketsPerSubject: env.integer("PROXY_MAX_SOCKETS_PER_SUBJECT", 16, 1, 100_000),
     idleTimeoutMs: env.integer("PROXY_IDLE_TIMEOUT_MS", 900_000, 1_000, 86_400_000),
     maxFrameBytes: env.integer("PROXY_MAX_FRAME_BYTES", 262_144, 1_024, 16_777_216),
+    // at least a few of the largest records (MAX_RECORD_PAYLOAD), so that one big update is not a fall behind
+    recordingBufferBytes: env.integer(
+      "PROXY_RECORDING_BUFFER_BYTES",
+      32 * 1024 * 1024,
+      4 * 1024 * 1024,
+      1024 * 1024 * 1024,
+    ),
+    // at most 4 min: a part, then the bytes still buffered for it, must reach api within its 5
+    recordingPartMs: env.integer("PROXY_RECORDING_PART_MS", 60_000, 1_000, 240_000),
     metricsToken,
     logLevel,
   };

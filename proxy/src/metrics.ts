@@ -1,7 +1,7 @@
 import { BearerToken } from "@cubicle/config";
 import type { Handler } from "hono";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
-import type { ScreenMode } from "./capability/index.ts";
+import { CAPABILITY_MODES } from "./capability/index.ts";
 
 /** What `/metrics` shows. A registry per proxy, so several proxies in one process never share counts. */
 export class ProxyMetrics {
@@ -36,9 +36,26 @@ export class ProxyMetrics {
     registers: [this.registry],
   });
 
+  readonly recordingsActive = new Gauge({
+    name: "cubicle_proxy_recordings_active",
+    help: "Recordings being streamed to api now",
+    registers: [this.registry],
+  });
+  readonly recordedBytes = new Counter({
+    name: "cubicle_proxy_recorded_bytes_total",
+    help: "Bytes of recording records sent towards api",
+    registers: [this.registry],
+  });
+  readonly recordingsFailed = new Counter({
+    name: "cubicle_proxy_recordings_failed_total",
+    help: "Recordings that stopped before their socket ended or were not taken, by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "cubicle_proxy_" });
-    for (const mode of ["view", "control"] satisfies ScreenMode[]) this.openSockets.set({ mode }, 0);
+    for (const mode of CAPABILITY_MODES) this.openSockets.set({ mode }, 0);
   }
 }
 

@@ -19,6 +19,7 @@ import {
 } from "./capability/index.ts";
 import type { ProxyConfig } from "./config.ts";
 import { metricsHandler, ProxyMetrics } from "./metrics.ts";
+import { Recorder } from "./recording/recorder.ts";
 import { originAllowed, SocketLimit, tokenFromProtocols } from "./sockets/admission.ts";
 import { ScreenSocket, ScreenWebSocket } from "./sockets/screen-socket.ts";
 
@@ -35,6 +36,9 @@ const LEASE_ARRIVAL_WAIT_MS = 2_000;
 // notice routine restarts; an api that stays away cannot leave unverifiable sockets running.
 const ACCESS_UNVERIFIED_GRACE_MS = 5_000;
 const RECHECK_FLOOR_MS = 250;
+// How long a stopping proxy waits for its recordings' last records to reach api; past it, api
+// finds the upload cut off and marks the recording incomplete all the same.
+const RECORDING_FLUSH_MS = 5_000;
 
 export interface RunningProxy {
   readonly url: string;
@@ -74,6 +78,12 @@ export async function startProxy(
   const clientIp = (request: IncomingMessage) => proxyAddr(request, trustedProxies);
   const perSubject = new SocketLimit(config.maxSocketsPerSubject);
   const sockets = new Set<ScreenSocket>();
+  /**
+   * Sockets of people and keys, which access changes apply to and which mean someone is using the
+   * computer; api's own recorder sockets are neither (api closes them, and a recorded session must
+   * not keep its computer from suspending when idle).
+   */
+  const peopleSockets = () => [...sockets].filter((socket) => socket.capability.mode !== "record");
 
   const app = new Hono()
     .get("/health", (c) =>
@@ -84,6 +94,7 @@ export async function startProxy(
         sockets: {
           view: [...sockets].filter((s) => s.capability.mode === "view").length,
           control: [...sockets].filter((s) => s.capability.mode === "control").length,
+          record: [...sockets].filter((s) => s.capability.mode === "record").length,
         },
       }),
     )
@@ -118,12 +129,12 @@ export async function startProxy(
   let unverified: NodeJS.Timeout | undefined;
   access.on("changed", (workspaceId) => {
     accessEvents++;
-    void recheckAccess([...sockets].filter((socket) => socket.capability.workspaceId === workspaceId));
+    void recheckAccess(peopleSockets().filter((socket) => socket.capability.workspaceId === workspaceId));
   });
   access.on("ready", () => {
     accessEvents++;
     clearTimeout(unverified);
-    void recheckAccess([...sockets]);
+    void recheckAccess(peopleSockets());
   });
   // Control fails closed at once, as above; view sockets get a short grace (see its constant).
   access.on("lost", () => {
@@ -131,7 +142,7 @@ export async function startProxy(
     for (const socket of sockets)
       if (socket.capability.mode === "control") socket.close("controlUnverifiable");
     unverified = setTimeout(() => {
-      for (const socket of sockets) socket.close("accessUnverifiable");
+      for (const socket of peopleSockets()) socket.close("accessUnverifiable");
     }, ACCESS_UNVERIFIED_GRACE_MS).unref();
   });
 
@@ -207,28 +218,40 @@ export async function startProxy(
       }
       releaseSubject = perSubject.take(capability.subject);
       if (!releaseSubject) return refuse(socket, "subject-limit", request);
-      // A capability outlives a minute of changes: access is checked now, not only at minting.
-      if (!(await access.whenConnected(LEASE_ARRIVAL_WAIT_MS)))
-        return refuse(socket, "access-unverifiable", request);
-      const eventsBefore = accessEvents;
       let granted: ScreenAccess | undefined;
-      try {
-        granted = (await link.screenAccess([capability])).get(grantKey(capability));
-      } catch {
-        return refuse(socket, "api-unavailable", request);
-      }
-      if (!granted?.modes.includes(capability.mode)) return refuse(socket, "access-revoked", request);
       let lease: Awaited<ReturnType<ControlLeaseWatch["waitFor"]>>;
-      if (capability.controlLeaseId !== undefined) {
-        lease = await watch.waitFor(capability.controlLeaseId, LEASE_ARRIVAL_WAIT_MS);
-        if (
-          !lease ||
-          lease.workspaceId !== capability.workspaceId ||
-          lease.computerId !== capability.computerId ||
-          lease.screen !== capability.screen
-        )
-          return refuse(socket, "control-lease", request);
+      let eventsBefore = accessEvents;
+      if (capability.mode === "record") {
+        // api opens one per recorded session, all from its own address: only api mints these, and
+        // the per-subject limit still holds, so the per-IP limit (for browsers) does not count them
+        releaseIp();
+      } else {
+        // A capability outlives a minute of changes: access is checked now, not only at minting.
+        if (!(await access.whenConnected(LEASE_ARRIVAL_WAIT_MS)))
+          return refuse(socket, "access-unverifiable", request);
+        eventsBefore = accessEvents;
+        try {
+          granted = (await link.screenAccess([capability])).get(grantKey(capability));
+        } catch {
+          return refuse(socket, "api-unavailable", request);
+        }
+        if (!granted?.modes.includes(capability.mode)) return refuse(socket, "access-revoked", request);
+        if (capability.controlLeaseId !== undefined) {
+          lease = await watch.waitFor(capability.controlLeaseId, LEASE_ARRIVAL_WAIT_MS);
+          if (
+            !lease ||
+            lease.workspaceId !== capability.workspaceId ||
+            lease.computerId !== capability.computerId ||
+            lease.screen !== capability.screen
+          )
+            return refuse(socket, "control-lease", request);
+        }
       }
+      // the service token is at hand before the upgrade, so that the recording starts with the socket
+      const recording =
+        capability.recordingId === undefined
+          ? undefined
+          : { recordingId: capability.recordingId, authorization: await link.authorization() };
       const open = await new Promise<ScreenSocket>((resolve) =>
         wss.handleUpgrade(request, socket, head, (ws) =>
           resolve(
@@ -238,6 +261,16 @@ export async function startProxy(
               lease,
               idleTimeoutMs: config.idleTimeoutMs,
               maxFrameBytes: config.maxFrameBytes,
+              recorder:
+                recording &&
+                new Recorder({
+                  ...recording,
+                  apiUrl: link.apiUrl,
+                  maxBufferedBytes: config.recordingBufferBytes,
+                  partMs: config.recordingPartMs,
+                  metrics,
+                  logger,
+                }),
               metrics,
               logger,
             }),
@@ -245,10 +278,12 @@ export async function startProxy(
         ),
       );
       sockets.add(open);
-      // A change heard between the check and now found no socket to close: check this one again.
-      if (accessEvents !== eventsBefore) void recheckAccess([open]);
-      if (granted.endsAt) recheckAt(open, granted.endsAt);
-      reportActivity([capability.computerId]);
+      if (granted) {
+        // A change heard between the check and now found no socket to close: check this one again.
+        if (accessEvents !== eventsBefore) void recheckAccess([open]);
+        if (granted.endsAt) recheckAt(open, granted.endsAt);
+        reportActivity([capability.computerId]);
+      }
       await open.ended;
       sockets.delete(open);
       clearTimeout(endings.get(open));
@@ -266,7 +301,7 @@ export async function startProxy(
     });
   }
   const activityTimer = setInterval(
-    () => reportActivity([...sockets].map((socket) => socket.capability.computerId)),
+    () => reportActivity(peopleSockets().map((socket) => socket.capability.computerId)),
     ACTIVITY_REPORT_MS,
   );
 
@@ -298,8 +333,17 @@ export async function startProxy(
       await watch.stop();
       access.stop();
       clearTimeout(unverified);
-      for (const socket of sockets) socket.close("shuttingDown");
-      await Promise.all([...sockets].map((socket) => socket.ended));
+      const open = [...sockets];
+      for (const socket of open) socket.close("shuttingDown");
+      await Promise.all(open.map((socket) => socket.ended));
+      let flushing: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(open.map((socket) => socket.recordingSettled)),
+        new Promise((resolve) => {
+          flushing = setTimeout(resolve, RECORDING_FLUSH_MS);
+        }),
+      ]);
+      clearTimeout(flushing);
       wss.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -11,9 +11,10 @@ import { runOrExit } from "./run.mjs";
  * `commands` says which commands need the package: `images` builds the service and computer images
  * (docker.io, with debootstrap to build the Debian bases air-gapped); `start` runs computers in the local
  * Docker engine (docker.io, with debootstrap to build the base image air-gapped) and, when the owner
- * picks "this host" or SANDBOX_PROVIDER=desktop, on the host's own X stack; `test` runs all of that
- * plus a real Postgres server, the Chromium that Playwright drives, websockify (the proxy
- * benchmark's reference) and openssl (the VNC password checks' DES, which Node's OpenSSL lacks).
+ * picks "this host" or SANDBOX_PROVIDER=desktop, on the host's own X stack, and the api's ffmpeg
+ * (videos of screen recordings); `test` runs all of that plus a real Postgres server, the Chromium
+ * that Playwright drives, websockify (the proxy benchmark's reference) and openssl (the VNC password
+ * checks' DES, which Node's OpenSSL lacks).
  */
 export const SYSTEM_PACKAGES = [
   { pkg: "docker.io", programs: ["docker", "dockerd"], commands: ["images", "start", "test"] },
@@ -27,6 +28,8 @@ export const SYSTEM_PACKAGES = [
   { pkg: "imagemagick", programs: ["import", "convert"], commands: ["start", "test"] },
   { pkg: "xterm", programs: ["xterm"], commands: ["start", "test"] },
   { pkg: "chromium", programs: ["chromium"], commands: ["start", "test"] },
+  // the api's video export of screen recordings (ffprobe: the tests measure what it made)
+  { pkg: "ffmpeg", programs: ["ffmpeg", "ffprobe"], commands: ["start", "test"] },
   { pkg: "postgresql", programs: ["initdb", "pg_ctl", "postgres"], commands: ["test"] },
   { pkg: "websockify", programs: ["websockify"], commands: ["test"] },
   { pkg: "openssl", programs: ["openssl"], commands: ["test"] },

@@ -36,11 +36,13 @@ describe("parseEnv defaults", () => {
         capabilityKey: undefined,
         previousCapabilityKeys: [],
         proxyPublicUrl: "ws://127.0.0.1:3200",
+        proxyInternalUrl: "ws://127.0.0.1:3200",
         controlLeaseMs: 900_000,
       },
       sandbox: expect.objectContaining({ provider: "docker" }),
       sessions: { leaseMs: 60_000 },
       checkpoints: { dir: path.resolve(".data", "checkpoints"), keepLast: 20, keepDailyForDays: 14 },
+      recordings: { dir: path.resolve(".data", "recordings") },
     });
   });
 
@@ -66,6 +68,16 @@ describe("checkpoint settings", () => {
     expect(parseEnv({ DATA_DIR: "/srv/cubicle" }).checkpoints.dir).toBe("/srv/cubicle/checkpoints");
     expect(parseEnv({ DATA_DIR: "/srv/cubicle", CHECKPOINT_DIR: "/backup/revisions" }).checkpoints.dir).toBe(
       "/backup/revisions",
+    );
+  });
+
+  it("keeps recordings under DATA_DIR unless RECORDING_DIR says otherwise", () => {
+    expect(parseEnv({ DATA_DIR: "/srv/cubicle" }).recordings.dir).toBe("/srv/cubicle/recordings");
+    expect(parseEnv({ DATA_DIR: "/srv/cubicle", RECORDING_DIR: "/mnt/tapes" }).recordings.dir).toBe(
+      "/mnt/tapes",
+    );
+    expect(parseEnv({ DATA_DIR: "/srv/cubicle", RECORDING_DIR: "tapes" }).recordings.dir).toBe(
+      "/srv/cubicle/tapes",
     );
   });
 
@@ -278,6 +290,23 @@ describe("screen settings", () => {
         "PROXY_PUBLIC_URL: must be a ws:// or wss:// URL",
       );
     }
+  });
+
+  it("reaches the proxy at PROXY_INTERNAL_URL, or else where browsers do", () => {
+    expect(parseEnv({ PROXY_PUBLIC_URL: "wss://screens.example.com" }).screens.proxyInternalUrl).toBe(
+      "wss://screens.example.com",
+    );
+    const both = parseEnv({
+      PROXY_PUBLIC_URL: "wss://screens.example.com",
+      PROXY_INTERNAL_URL: "ws://proxy:3200/",
+    });
+    expect(both.screens).toMatchObject({
+      proxyPublicUrl: "wss://screens.example.com",
+      proxyInternalUrl: "ws://proxy:3200",
+    });
+    expect(() => parseEnv({ PROXY_INTERNAL_URL: "http://proxy:3200" })).toThrow(
+      "PROXY_INTERNAL_URL: must be a ws:// or wss:// URL",
+    );
   });
 
   it("bound the control lease: 10 s to 4 h, and down to 1 s in tests", () => {

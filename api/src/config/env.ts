@@ -36,6 +36,13 @@ export interface ApiEnv {
   readonly sandbox: SandboxEnv;
   readonly sessions: SessionsEnv;
   readonly checkpoints: CheckpointsEnv;
+  readonly recordings: RecordingsEnv;
+}
+
+/** Screen recordings (docs/architecture.md, "Domain"). */
+export interface RecordingsEnv {
+  /** Where the recording store keeps its sealed chunks and videos. */
+  readonly dir: string;
 }
 
 /** Revisions of homes (checkpoints; docs/architecture.md, "Domain"). */
@@ -64,6 +71,8 @@ export interface ScreensEnv {
   readonly previousCapabilityKeys: readonly string[];
   /** Where browsers open screen sockets (the proxy), handed out with each capability. */
   readonly proxyPublicUrl: string;
+  /** Where the api itself opens screen sockets (its session recorders); PROXY_PUBLIC_URL unless set. */
+  readonly proxyInternalUrl: string;
   /** How long a take-control lasts unless renewed. */
   readonly controlLeaseMs: number;
 }
@@ -114,6 +123,24 @@ const optionalHttpUrl = optionalTrimmed.transform((v, ctx) => {
   if (/^https?:\/\//.test(v) && URL.canParse(v)) return v.replace(/\/+$/, "");
   ctx.addIssue({ code: "custom", message: "must be an http(s) URL" });
   return z.NEVER;
+});
+
+/** A ws(s) URL without credentials, query or trailing slashes, or unset. */
+const optionalWebSocketUrl = optionalTrimmed.transform((v, ctx) => {
+  if (v === undefined) return undefined;
+  const url = URL.canParse(v) ? new URL(v) : undefined;
+  if (
+    !url ||
+    (url.protocol !== "ws:" && url.protocol !== "wss:") ||
+    url.username !== "" ||
+    url.password !== "" ||
+    url.search !== "" ||
+    url.hash !== ""
+  ) {
+    ctx.addIssue({ code: "custom", message: "must be a ws:// or wss:// URL without credentials or query" });
+    return z.NEVER;
+  }
+  return v.replace(/\/+$/, "");
 });
 
 function splitList(value: string | undefined): string[] {
@@ -270,25 +297,8 @@ const schema = z
     ENCRYPTION_KEYS_PREVIOUS: optionalTrimmed.transform(splitList),
     SCREEN_CAPABILITY_KEY: optionalTrimmed,
     SCREEN_CAPABILITY_PREVIOUS_KEYS: optionalTrimmed.transform(splitList),
-    PROXY_PUBLIC_URL: optionalTrimmed.transform((v, ctx) => {
-      if (v === undefined) return "ws://127.0.0.1:3200";
-      const url = URL.canParse(v) ? new URL(v) : undefined;
-      if (
-        !url ||
-        (url.protocol !== "ws:" && url.protocol !== "wss:") ||
-        url.username !== "" ||
-        url.password !== "" ||
-        url.search !== "" ||
-        url.hash !== ""
-      ) {
-        ctx.addIssue({
-          code: "custom",
-          message: "must be a ws:// or wss:// URL without credentials or query",
-        });
-        return z.NEVER;
-      }
-      return v.replace(/\/+$/, "");
-    }),
+    PROXY_PUBLIC_URL: optionalWebSocketUrl.transform((v) => v ?? "ws://127.0.0.1:3200"),
+    PROXY_INTERNAL_URL: optionalWebSocketUrl,
     CONTROL_LEASE_MS: positiveMilliseconds(CONTROL_LEASE_MS.default),
     SESSION_LEASE_MS: positiveMilliseconds(SESSION_LEASE_MS.default),
     SANDBOX_PROVIDER: optionalTrimmed.transform((v, ctx) => {
@@ -303,6 +313,7 @@ const schema = z
     SANDBOX_SUPERVISOR_URL: optionalHttpUrl.transform((v) => v ?? "http://127.0.0.1:7091"),
     SANDBOX_SUPERVISOR_TOKEN: optionalTrimmed,
     CHECKPOINT_DIR: optionalTrimmed,
+    RECORDING_DIR: optionalTrimmed,
     // At least one revision is always kept: it is what a replacement machine is restored from.
     CHECKPOINT_KEEP_LAST: wholeNumber(20, 1, 10_000),
     CHECKPOINT_KEEP_DAILY_DAYS: wholeNumber(14, 0, 3_650),
@@ -378,6 +389,7 @@ const schema = z
         capabilityKey: raw.SCREEN_CAPABILITY_KEY,
         previousCapabilityKeys: Object.freeze(raw.SCREEN_CAPABILITY_PREVIOUS_KEYS),
         proxyPublicUrl: raw.PROXY_PUBLIC_URL,
+        proxyInternalUrl: raw.PROXY_INTERNAL_URL ?? raw.PROXY_PUBLIC_URL,
         controlLeaseMs: raw.CONTROL_LEASE_MS,
       }),
       sandbox: Object.freeze({
@@ -406,6 +418,7 @@ const schema = z
         keepLast: raw.CHECKPOINT_KEEP_LAST,
         keepDailyForDays: raw.CHECKPOINT_KEEP_DAILY_DAYS,
       }),
+      recordings: Object.freeze({ dir: path.resolve(raw.DATA_DIR, raw.RECORDING_DIR ?? "recordings") }),
     };
   });
 

@@ -45,6 +45,7 @@ const TITLES: Record<number, string> = {
   431: "Request Header Fields Too Large",
   500: "Internal Server Error",
   503: "Service Unavailable",
+  507: "Insufficient Storage",
 };
 
 /**

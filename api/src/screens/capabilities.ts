@@ -3,7 +3,7 @@ import {
   type CapabilityKeyring,
   type MintedCapability,
   mintCapability,
-  type ScreenMode,
+  type SCREEN_MODES,
   type ScreenTarget,
 } from "@cubicle/proxy/capability";
 import { personRequired } from "../access/guards.ts";
@@ -12,6 +12,12 @@ import { actorOf, type Principal } from "../auth/principal.ts";
 import { machineOf } from "../computers/repository.ts";
 import type { WorkspaceAccess } from "../context.ts";
 import { HttpProblem } from "../http/problem.ts";
+import {
+  createPendingRecording,
+  discardPendingRecording,
+  recordingPolicyOf,
+  screenRecorded,
+} from "../recordings/index.ts";
 import { controlRefusal, subjectOf } from "./access.ts";
 import { liveLease } from "./control-leases.ts";
 import { type ControlServerDeps, openControlFor } from "./control-server.ts";
@@ -21,18 +27,26 @@ export interface CapabilityRequest {
   access: WorkspaceAccess;
   computer: Computer;
   screen: number;
-  mode: ScreenMode;
+  /** `record` sockets are the api's own (recordings/recorders.ts), never minted here. */
+  mode: (typeof SCREEN_MODES)[number];
+}
+
+export interface ScreenCapability extends MintedCapability {
+  /** Whether the screen is recorded: this socket (a recorded control), or a recording of it live. */
+  recorded: boolean;
 }
 
 /**
  * A short-lived token that lets its bearer open one socket to one screen through the proxy. Any
  * member may watch; controlling needs the screen's live control lease. The target (and its VNC
- * password) is sealed inside the token, so the caller never sees it.
+ * password) is sealed inside the token, so the caller never sees it. A control socket of a
+ * workspace that records is recorded: its recording's row is made now, and its id travels in the
+ * token (the proxy records under it) and in the grant's audit row.
  */
 export async function mintScreenCapability(
   deps: ControlServerDeps & { capabilities: CapabilityKeyring; audit: AuditLog },
   request: CapabilityRequest,
-): Promise<MintedCapability> {
+): Promise<ScreenCapability> {
   const { principal, access, computer, screen, mode } = request;
   if (principal.kind === "anonymous") throw new Error("capabilities are minted for a caller");
   let target: ScreenTarget;
@@ -54,16 +68,38 @@ export async function mintScreenCapability(
     controlLeaseId = lease.id;
     target = await openControlFor(deps, computer, screen, lease.id);
   }
+  const { db } = deps.database;
+  const recordingId =
+    controlLeaseId !== undefined &&
+    principal.kind === "user" &&
+    (await recordingPolicyOf(db, computer.workspace_id)).mode !== "off"
+      ? await createPendingRecording(db, {
+          workspaceId: computer.workspace_id,
+          computerId: computer.id,
+          screen,
+          kind: "control",
+          controlLeaseId,
+          botId: computer.bot_id,
+          actor: { type: "user", id: principal.userId, name: principal.name || principal.email },
+        })
+      : undefined;
 
-  const minted = await mintCapability(deps.capabilities, {
-    subject: subjectOf(principal),
-    workspaceId: computer.workspace_id,
-    computerId: computer.id,
-    screen,
-    mode,
-    ...(controlLeaseId === undefined ? {} : { controlLeaseId }),
-    target,
-  });
+  let minted: MintedCapability;
+  try {
+    minted = await mintCapability(deps.capabilities, {
+      subject: subjectOf(principal),
+      workspaceId: computer.workspace_id,
+      computerId: computer.id,
+      screen,
+      mode,
+      ...(controlLeaseId === undefined ? {} : { controlLeaseId }),
+      ...(recordingId === undefined ? {} : { recordingId }),
+      target,
+    });
+  } catch (error) {
+    if (recordingId !== undefined) await discardPendingRecording(db, recordingId);
+    throw error;
+  }
   // The token id identifies the socket in the proxy's logs; the token and target stay secret.
   await deps.audit.record({
     actor: actorOf(principal),
@@ -75,7 +111,8 @@ export async function mintScreenCapability(
       screen,
       jti: minted.jti,
       ...(controlLeaseId === undefined ? {} : { leaseId: controlLeaseId }),
+      ...(recordingId === undefined ? {} : { recordingId }),
     },
   });
-  return minted;
+  return { ...minted, recorded: await screenRecorded(db, computer.id, screen) };
 }

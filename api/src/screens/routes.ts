@@ -44,9 +44,14 @@ const CapabilitySchema = z
         "Present it to the proxy when opening the socket (never in a URL). Single use, valid ≤ 60 s.",
     }),
     expiresAt: z.string().datetime(),
-    mode: z.enum(SCREEN_MODES as ["view", "control"]),
+    mode: z.enum(SCREEN_MODES),
     url: z.string().openapi({ description: "The WebSocket URL to open (the proxy's screen socket)." }),
     protocol: z.string().openapi({ description: "The WebSocket subprotocol to ask for beside the token." }),
+    recorded: z.boolean().openapi({
+      description:
+        "Whether the screen is being recorded: this socket (control, where the workspace records it), " +
+        "or a recording of the screen in progress. Show it.",
+    }),
   })
   .openapi("ScreenCapability");
 
@@ -84,9 +89,7 @@ const mintCapability = defineRoute(
         required: true,
         content: {
           "application/json": {
-            schema: z
-              .object({ mode: z.enum(SCREEN_MODES as ["view", "control"]) })
-              .openapi("ScreenCapabilityRequest"),
+            schema: z.object({ mode: z.enum(SCREEN_MODES) }).openapi("ScreenCapabilityRequest"),
           },
         },
       },
@@ -183,6 +186,7 @@ export function screenRoutes() {
           mode,
           url: `${c.var.deps.env.screens.proxyPublicUrl.replace(/\/+$/, "")}${SOCKET_PATH}`,
           protocol: SCREEN_PROTOCOL,
+          recorded: minted.recorded,
         },
         201,
       );

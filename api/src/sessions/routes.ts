@@ -201,6 +201,8 @@ export function sessionRoutes() {
       }
       const session = await findSession(db, bot.workspace_id, lease.id);
       if (!session) throw new Error(`session ${lease.id} vanished right after it was opened`);
+      // at once rather than at the next sweep, so the recording misses as little of the session as can be
+      if (screen) deps.sessionRecorders.start(session.id);
       return c.json(sessionBody(session), 201);
     })
     .openapi(getSession, async (c) => {

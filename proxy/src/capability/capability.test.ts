@@ -97,6 +97,34 @@ describe("screen capabilities", () => {
     await expect(mintCapability(keyring, grant, { ttlSeconds: 61 })).rejects.toThrow(RangeError);
   });
 
+  it("carry a recording id, required in record mode, which takes no control lease", async () => {
+    const record = { ...grant, subject: "recorder:ses-1", mode: "record", recordingId: "rec-1" } as const;
+    const minted = await mintCapability(keyring, record);
+    const verified = await verifyCapability(keyring, minted.token, { replay: freshGuard() });
+    expect(verified).toMatchObject({ mode: "record", recordingId: "rec-1", target: grant.target });
+    expect(decodePart(minted.token, 1).rec).toBe("rec-1");
+    const control = await mintCapability(keyring, {
+      ...grant,
+      mode: "control",
+      controlLeaseId: "lease-1",
+      recordingId: "rec-2",
+    });
+    expect(await verifyCapability(keyring, control.token, { replay: freshGuard() })).toMatchObject({
+      controlLeaseId: "lease-1",
+      recordingId: "rec-2",
+    });
+    const plain = await verifyCapability(keyring, (await mintCapability(keyring, grant)).token, {
+      replay: freshGuard(),
+    });
+    expect(plain).not.toHaveProperty("recordingId");
+    await expect(mintCapability(keyring, { ...record, recordingId: undefined })).rejects.toThrow(
+      "names the recording",
+    );
+    await expect(mintCapability(keyring, { ...record, controlLeaseId: "lease-1" })).rejects.toThrow(
+      RangeError,
+    );
+  });
+
   it("are single use: a token presented twice is refused the second time", async () => {
     const { token } = await mintCapability(keyring, grant);
     const guard = freshGuard();
@@ -249,6 +277,41 @@ describe("screen capabilities", () => {
             p.lease = "lease-2";
           },
         ),
+      "target-mismatch",
+    ],
+    [
+      "record mode without a recording id",
+      async () =>
+        resign((await mintCapability(keyring, grant)).token, (p) => {
+          p.mode = "record";
+        }),
+      "claims",
+    ],
+    [
+      "a recording id that is not an id",
+      async () =>
+        resign((await mintCapability(keyring, { ...grant, recordingId: "rec-1" })).token, (p) => {
+          p.rec = 7;
+        }),
+      "claims",
+    ],
+    [
+      "a rec claim naming another recording than the sealed one",
+      async () =>
+        resign(
+          (await mintCapability(keyring, { ...grant, mode: "record", recordingId: "rec-1" })).token,
+          (p) => {
+            p.rec = "rec-2";
+          },
+        ),
+      "target-mismatch",
+    ],
+    [
+      "a rec claim added to a token sealed without one",
+      async () =>
+        resign((await mintCapability(keyring, grant)).token, (p) => {
+          p.rec = "rec-2";
+        }),
       "target-mismatch",
     ],
     ["a service token presented as a capability", () => mintServiceToken(keyring, "proxy"), "wrong-type"],

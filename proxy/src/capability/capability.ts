@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import { CompactEncrypt, compactDecrypt } from "jose";
 import type { CapabilityKey, CapabilityKeyring } from "./keys.ts";
-import { SCREEN_MODES, type ScreenMode } from "./modes.ts";
+import { CAPABILITY_MODES, type ScreenMode } from "./modes.ts";
 import { CapabilityRefused, isClaimId, type SignedTokenKind, sign, verify } from "./signed.ts";
 
 /** A capability only opens a socket; the socket then lives as long as its mode allows. */
@@ -29,6 +29,11 @@ export interface CapabilityGrant {
   mode: ScreenMode;
   /** The control lease the socket lives under; present exactly when `mode` is `control`. */
   controlLeaseId?: string;
+  /**
+   * The recording the proxy streams this socket into (claim `rec`): api's catalogue row, created
+   * when it minted the capability. Always present in `record` mode.
+   */
+  recordingId?: string;
   /** Sealed into the token; never readable by its bearer. */
   target: ScreenTarget;
 }
@@ -69,6 +74,7 @@ export async function mintCapability(
     scr: grant.screen,
     mode: grant.mode,
     ...(grant.controlLeaseId === undefined ? {} : { lease: grant.controlLeaseId }),
+    ...(grant.recordingId === undefined ? {} : { rec: grant.recordingId }),
     tgt: await seal(key, { for: bindingOf(grant), target: grant.target }),
   };
   const token = await sign(SCREEN_CAPABILITY, key, payload, issuedAt, ttl);
@@ -86,14 +92,15 @@ export async function verifyCapability(
   options: { replay: ReplayGuard; now?: Date },
 ): Promise<VerifiedCapability> {
   const { payload, key } = await verify(SCREEN_CAPABILITY, keyring, token, options.now ?? new Date());
-  const { ws, cmp, scr, mode, lease, tgt } = payload;
+  const { ws, cmp, scr, mode, lease, rec, tgt } = payload;
   if (
     !isClaimId(ws) ||
     !isClaimId(cmp) ||
     typeof scr !== "number" ||
     typeof mode !== "string" ||
-    !(SCREEN_MODES as readonly string[]).includes(mode) ||
+    !(CAPABILITY_MODES as readonly string[]).includes(mode) ||
     (lease !== undefined && !isClaimId(lease)) ||
+    (rec !== undefined && !isClaimId(rec)) ||
     typeof tgt !== "string"
   )
     throw new CapabilityRefused("claims");
@@ -105,6 +112,7 @@ export async function verifyCapability(
     screen: scr,
     mode: mode as ScreenMode,
     ...(lease === undefined ? {} : { controlLeaseId: lease }),
+    ...(rec === undefined ? {} : { recordingId: rec }),
     target: sealed.target,
   };
   try {
@@ -125,6 +133,8 @@ function checkGrant(grant: CapabilityGrant): void {
     throw new RangeError("screen must be an integer from 0 to 7");
   if ((grant.mode === "control") !== (grant.controlLeaseId !== undefined))
     throw new RangeError("a control lease id comes with control mode, and only with it");
+  if (grant.mode === "record" && grant.recordingId === undefined)
+    throw new RangeError("a record capability names the recording it is for");
 }
 
 /**
@@ -140,6 +150,8 @@ function bindingOf(grant: CapabilityGrant): Binding {
     scr: grant.screen,
     mode: grant.mode,
     lease: grant.controlLeaseId ?? null,
+    // left out when absent, so that a token minted before recordings existed binds as it did
+    ...(grant.recordingId === undefined ? {} : { rec: grant.recordingId }),
   };
 }
 
@@ -150,6 +162,7 @@ interface Binding {
   scr: number;
   mode: ScreenMode;
   lease: string | null;
+  rec?: string;
 }
 
 interface Sealed {

@@ -11,6 +11,6 @@ export {
   verifyCapability,
 } from "./capability.ts";
 export { type CapabilityKey, CapabilityKeyring, type CapabilityKeySecrets } from "./keys.ts";
-export { SCREEN_MODES, type ScreenMode } from "./modes.ts";
+export { CAPABILITY_MODES, SCREEN_MODES, type ScreenMode } from "./modes.ts";
 export { mintServiceToken, type ServiceName, verifyServiceToken } from "./service-token.ts";
 export { CapabilityRefused, MAX_CLAIM_ID_LENGTH, type RefusalReason } from "./signed.ts";

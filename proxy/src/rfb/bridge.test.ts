@@ -368,3 +368,73 @@ describe("bridgeRfb relay", () => {
     expect(await ended).toEqual({ reason: "browser-closed" });
   });
 });
+
+describe("bridgeRfb taps", () => {
+  async function tapped(mode: "view" | "control") {
+    const serverData: Buffer[] = [];
+    const clientMessages: number[][] = [];
+    const sizes: Array<[number, number]> = [];
+    const bridge = setup({
+      mode,
+      // copied: a tap's buffer is the bridge's (a lent chunk in production)
+      onServerData: (data) => serverData.push(Buffer.from(data)),
+      onClientMessage: (message) => clientMessages.push([...message]),
+      onDesktopSize: (width, height) => sizes.push([width, height]),
+    });
+    const [server, client] = await Promise.all([
+      fakeVncServer(bridge.target),
+      RfbClient.connect(bridge.browser),
+    ]);
+    return { ...bridge, server: server.reader, client, serverData, clientMessages, sizes };
+  }
+
+  it("show every byte written to the browser from ServerInit on, and each forwarded message whole", async () => {
+    const { client, server, target, serverData, clientMessages } = await tapped("control");
+    expect(Buffer.concat(serverData).subarray(20).toString("latin1")).toBe(
+      `${u32(12).toString("latin1")}fake desktop`,
+    );
+    // two messages in one write, then one cut across two writes
+    client.send(Buffer.from([5, 1, 0, 100, 0, 200, 4, 1, 0, 0, 0, 0, 0, 0x61]));
+    client.send(Buffer.from([5, 0, 0]));
+    client.send(Buffer.from([7, 0, 9]));
+    await server.read(6 + 8 + 6);
+    expect(clientMessages).toEqual([
+      [5, 1, 0, 100, 0, 200],
+      [4, 1, 0, 0, 0, 0, 0, 0x61],
+      [5, 0, 0, 7, 0, 9],
+    ]);
+    target.write(Buffer.from([2, 2]));
+    await client.readMessage();
+    await client.readMessage();
+    expect(Buffer.concat(serverData)).toHaveLength(24 + 12 + 2);
+    expect(Buffer.concat(serverData).subarray(-2)).toEqual(Buffer.from([2, 2]));
+  });
+
+  it("show a viewer's messages as forwarded: encodings narrowed, input left out, the clipboard withheld", async () => {
+    const { client, server, target, serverData, clientMessages } = await tapped("view");
+    client.keyEvent(0x61, true);
+    client.setEncodings([0, 0xc0a1e5ce | 0, -223]);
+    client.requestUpdate({ incremental: true });
+    await server.read(4 + 8 + 10);
+    expect(clientMessages.map((message) => message[0])).toEqual([2, 3]);
+    expect(Buffer.from(clientMessages[0] ?? []).subarray(4)).toEqual(
+      Buffer.concat([u32(0), u32(-223 >>> 0)]),
+    );
+    target.write(Buffer.concat([Buffer.from([3, 0, 0, 0]), rfbText("secret"), Buffer.from([2])]));
+    expect(await client.readMessage()).toEqual({ type: "bell" });
+    expect(Buffer.concat(serverData).toString("latin1")).not.toContain("secret");
+    expect(Buffer.concat(serverData).subarray(-1)).toEqual(Buffer.from([2]));
+  });
+
+  it("tell a viewer's owner the desktop's size, from ServerInit and from each resize", async () => {
+    const { client, target, sizes } = await tapped("view");
+    expect(sizes).toEqual([[640, 480]]);
+    // a FramebufferUpdate holding one DesktopSize rectangle: 800x600
+    target.write(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 3, 32, 2, 88, 0xff, 0xff, 0xff, 0x21]));
+    await client.readMessage();
+    expect(sizes).toEqual([
+      [640, 480],
+      [800, 600],
+    ]);
+  });
+});

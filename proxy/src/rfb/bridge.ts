@@ -8,7 +8,7 @@
  */
 import type { Duplex } from "node:stream";
 import { ByteReader } from "./byte-reader.ts";
-import { ClientMessageFilter } from "./client-messages.ts";
+import { ClientMessageFilter, eachClientMessage } from "./client-messages.ts";
 import { HandshakeFailure, handshakeBrowser, handshakeTarget, readServerInit } from "./handshake.ts";
 import { pixelSizes, ServerMessageFilter } from "./server-messages.ts";
 
@@ -49,6 +49,19 @@ export interface RfbBridgeOptions {
   onClientBytes?(n: number): void;
   /** Bytes of the target's stream written to the browser (ServerInit and everything after it). */
   onServerBytes?(n: number): void;
+  /**
+   * Each piece of the target's stream as it is written to the browser, ServerInit first (a
+   * recording's SERVER bytes). The buffer may be a lent chunk (`recycleTargetChunk`): whoever keeps
+   * its bytes past the call copies them.
+   */
+  onServerData?(data: Buffer): void;
+  /** Each whole client message as it is written to the target, after the mode's filtering. */
+  onClientMessage?(message: Buffer): void;
+  /**
+   * `view` mode: the framebuffer's size, from ServerInit and then from each DesktopSize or
+   * ExtendedDesktopSize rectangle the target sends (what a viewer asks its updates for).
+   */
+  onDesktopSize?(width: number, height: number): void;
   /** An input message the browser sent in `view` mode, dropped. */
   onDropped?(messageType: number): void;
   /** Aborting closes both sides. */
@@ -138,7 +151,7 @@ class Bridge {
     if (this.#options.mode === "view") {
       const sizes = pixelSizes(serverInit.subarray(4, 20));
       if (!sizes) throw new HandshakeFailure("handshake-failed", "target sent an invalid pixel format");
-      this.#serverFilter = new ServerMessageFilter(sizes);
+      this.#serverFilter = new ServerMessageFilter(sizes, this.#options.onDesktopSize);
     }
 
     this.#readers = [];
@@ -148,6 +161,8 @@ class Bridge {
     target.on("data", this.#onTargetData);
     browser.on("data", this.#onBrowserData);
     this.#toBrowser(serverInit);
+    if (this.#serverFilter)
+      this.#options.onDesktopSize?.(serverInit.readUInt16BE(0), serverInit.readUInt16BE(2));
     if (earlyFromTarget.length > 0) this.#onTargetData(earlyFromTarget);
     if (earlyFromBrowser.length > 0) this.#onBrowserData(earlyFromBrowser);
     if (this.#ended) return;
@@ -197,6 +212,7 @@ class Bridge {
 
   #toBrowser(data: Buffer, then?: WriteCallback): void {
     this.#options.onServerBytes?.(data.length);
+    this.#options.onServerData?.(data);
     this.#browserWritesPending++;
     const written: WriteCallback = then
       ? (error) => {
@@ -237,6 +253,7 @@ class Bridge {
     for (const step of result.steps) {
       if ("forward" in step) {
         this.#options.onClientBytes?.(step.forward.length);
+        if (this.#options.onClientMessage) eachClientMessage(step.forward, this.#options.onClientMessage);
         this.#write(this.#options.browser, this.#options.target, step.forward);
       } else {
         this.#options.onDropped?.(step.dropped);

@@ -105,6 +105,17 @@ function measureQemu(data: Buffer, offset: number, available: number): Measure {
   return { invalid: `unknown QEMU audio operation ${operation}` };
 }
 
+/** Calls `each` with every message of `run`, a run of whole messages as the filter forwards them. */
+export function eachClientMessage(run: Buffer, each: (message: Buffer) => void): void {
+  for (let offset = 0; offset < run.length; ) {
+    const measure = measureClientMessage(run, offset);
+    // the filter measured these very messages before forwarding them
+    if (!("size" in measure)) throw new Error("a forwarded run holds only whole client messages");
+    each(run.subarray(offset, offset + measure.size));
+    offset += measure.size;
+  }
+}
+
 export type FilterStep = { forward: Buffer } | { dropped: number };
 
 export type FilterResult =

@@ -108,12 +108,18 @@ function* read(bytes: number): Generator<Need, Buffer, Buffer> {
   return data;
 }
 
-function* walkServerMessages(sizes: () => PixelSizes): Walker {
+/** Told the framebuffer's new size when the server announces one (DesktopSize, ExtendedDesktopSize). */
+export type DesktopSizeListener = (width: number, height: number) => void;
+
+function* walkServerMessages(
+  sizes: () => PixelSizes,
+  onDesktopSize: DesktopSizeListener | undefined,
+): Walker {
   for (;;) {
     const type = (yield { peek: 1 }).readUInt8(0);
     switch (type) {
       case ServerMessageType.FramebufferUpdate:
-        yield* framebufferUpdate(sizes());
+        yield* framebufferUpdate(sizes(), onDesktopSize);
         break;
       case ServerMessageType.SetColourMapEntries: {
         const header = yield* read(6);
@@ -142,7 +148,10 @@ function* walkServerMessages(sizes: () => PixelSizes): Walker {
   }
 }
 
-function* framebufferUpdate(sizes: PixelSizes): Generator<Need, void, Buffer> {
+function* framebufferUpdate(
+  sizes: PixelSizes,
+  onDesktopSize: DesktopSizeListener | undefined,
+): Generator<Need, void, Buffer> {
   const count = (yield* read(4)).readUInt16BE(2);
   for (let i = 0; i < count; i++) {
     const header = yield* read(12);
@@ -150,6 +159,9 @@ function* framebufferUpdate(sizes: PixelSizes): Generator<Need, void, Buffer> {
     const height = header.readUInt16BE(6);
     const encoding = header.readInt32BE(8);
     if (encoding === Encoding.LastRect) return;
+    // an ExtendedDesktopSize refusing a client's request still carries the current size
+    if (encoding === Encoding.DesktopSize || encoding === Encoding.ExtendedDesktopSize)
+      onDesktopSize?.(width, height);
     yield* rectangle(encoding, width, height, sizes);
   }
 }
@@ -280,9 +292,9 @@ export class ServerMessageFilter {
   #failed: string | undefined;
 
   /** `sizes`: from ServerInit's pixel format. */
-  constructor(sizes: PixelSizes) {
+  constructor(sizes: PixelSizes, onDesktopSize?: DesktopSizeListener) {
     this.#sizes = sizes;
-    this.#walker = walkServerMessages(() => this.#sizes);
+    this.#walker = walkServerMessages(() => this.#sizes, onDesktopSize);
     this.#need = this.#walker.next().value;
   }
 

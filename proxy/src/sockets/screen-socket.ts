@@ -2,9 +2,12 @@ import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { createWebSocketStream, WebSocket } from "ws";
 import type { ActiveControlLease } from "../api-link/control-leases.ts";
-import type { VerifiedCapability } from "../capability/index.ts";
+import type { ScreenMode, VerifiedCapability } from "../capability/index.ts";
 import type { ProxyMetrics } from "../metrics.ts";
-import { bridgeRfb, type RfbBridgeEnd } from "../rfb/index.ts";
+import type { RecordingEnd } from "../recording/format.ts";
+import type { Recorder } from "../recording/recorder.ts";
+import { viewScreen } from "../recording/screen-viewer.ts";
+import { bridgeRfb, type RfbBridgeEnd, type RfbBridgeOptions } from "../rfb/index.ts";
 import { type ConnectedTarget, connectTarget } from "./targets.ts";
 
 /** Close codes a browser sees; reasons are generic on purpose. */
@@ -42,6 +45,24 @@ function closeKindOf(end: RfbBridgeEnd): CloseKind {
   return "unavailable";
 }
 
+const UNREACHED: RecordingEnd = { complete: false, reason: "the screen could not be reached" };
+
+/**
+ * A socket's recording covers its whole life, however it closed. api's recorder socket records a
+ * session's screen until api closes it or the screen goes: anything else cut the recording short.
+ */
+function recordingEnd(mode: ScreenMode, closedWith: CloseKind | undefined): RecordingEnd {
+  if (mode !== "record" || closedWith === undefined || closedWith === "targetClosed")
+    return { complete: true };
+  return {
+    complete: false,
+    reason:
+      closedWith === "shuttingDown"
+        ? "the proxy shut down"
+        : `the recording ended: ${CLOSE[closedWith].reason}`,
+  };
+}
+
 // A peer that ignores our close frame is cut off; revocation must not wait for its cooperation.
 const CLOSE_GRACE_MS = 500;
 const PING_INTERVAL_MS = 20_000;
@@ -53,6 +74,8 @@ export interface ScreenSocketOptions {
   lease: ActiveControlLease | undefined;
   idleTimeoutMs: number;
   maxFrameBytes: number;
+  /** Present when the capability names a recording: takes what the socket's bridge relays. */
+  recorder: Recorder | undefined;
   metrics: ProxyMetrics;
   logger: Logger;
 }
@@ -83,6 +106,11 @@ export class ScreenSocket {
 
   get capability(): VerifiedCapability {
     return this.options.capability;
+  }
+
+  /** Resolves once the socket's recording, if any, reached api or was given up on. */
+  get recordingSettled(): Promise<void> {
+    return this.options.recorder?.settled ?? Promise.resolve();
   }
 
   /** The lease moved (renewed); the socket now ends at its new expiry. */
@@ -129,13 +157,11 @@ export class ScreenSocket {
         return;
       }
       this.target = target;
-      const end = await bridgeRfb({
-        // room for a few screen updates in flight: the 16 KiB default stalls the relay on every chunk
-        browser: createWebSocketStream(socket, { writableHighWaterMark: 256 * 1024 }),
+      const { recorder } = this.options;
+      const relay: Omit<RfbBridgeOptions, "browser" | "mode"> = {
         target,
         ...(connected.recycle ? { recycleTargetChunk: connected.recycle } : {}),
         password: capability.target.password,
-        mode,
         maxClientMessageBytes: this.options.maxFrameBytes,
         signal: this.abort.signal,
         onClientBytes: (n) => {
@@ -149,7 +175,29 @@ export class ScreenSocket {
         onDropped: () => metrics.droppedInput.inc(),
         // with a close frame saying why (an abort comes from close(), which already sent one)
         closeBrowser: (ending) => this.close(closeKindOf(ending)),
-      });
+        ...(recorder
+          ? {
+              onServerData: (data) => recorder.server(data),
+              onClientMessage: (message) => recorder.client(message),
+            }
+          : {}),
+      };
+      let end: RfbBridgeEnd;
+      if (mode === "record") {
+        // api's recorder: the proxy views the screen itself; api's socket gets nothing, and its
+        // closing ends the recording
+        const viewer = viewScreen(relay);
+        if (socket.readyState === WebSocket.CLOSED) viewer.stop();
+        else socket.once("close", () => viewer.stop());
+        end = await viewer.ended;
+      } else {
+        end = await bridgeRfb({
+          ...relay,
+          // room for a few screen updates in flight: the 16 KiB default stalls the relay on every chunk
+          browser: createWebSocketStream(socket, { writableHighWaterMark: 256 * 1024 }),
+          mode,
+        });
+      }
       // a screen that went away is reported once what it sent has reached the browser
       if (end.reason === "target-closed") await this.closing;
       logger.info(
@@ -158,11 +206,15 @@ export class ScreenSocket {
           computer: capability.computerId,
           screen: capability.screen,
           mode,
+          ...(capability.recordingId === undefined ? {} : { recording: capability.recordingId }),
           end: end.reason,
         },
         "screen socket ended",
       );
     } finally {
+      const { recorder } = this.options;
+      // a recording that never got the screen's stream shows nothing, whatever ended it
+      void recorder?.end(recorder.screenShown ? recordingEnd(mode, this.closedWith) : UNREACHED);
       for (const timer of timers) clearInterval(timer);
       clearTimeout(this.expiryTimer);
       metrics.openSockets.dec({ mode });
@@ -172,7 +224,7 @@ export class ScreenSocket {
   }
 
   private startTimers(): NodeJS.Timeout[] {
-    const { socket, idleTimeoutMs } = this.options;
+    const { socket, idleTimeoutMs, capability } = this.options;
     let alive = true;
     socket.on("pong", () => {
       alive = true;
@@ -182,6 +234,8 @@ export class ScreenSocket {
       alive = false;
       socket.ping();
     }, PING_INTERVAL_MS);
+    // api's recorder lives as long as its session, however still the screen: api closes it
+    if (capability.mode === "record") return [ping];
     const idle = setInterval(
       () => {
         if (Date.now() - this.lastActivity >= idleTimeoutMs) this.close("idle");

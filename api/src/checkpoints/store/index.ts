@@ -6,7 +6,14 @@ export {
 } from "./file-store.ts";
 export { SharedExclusiveLock, type StoreLock } from "./lock.ts";
 export { DEFAULT_RETENTION, type RetentionPolicy, selectForRemoval } from "./retention.ts";
-export { type CheckpointSealing, createCheckpointSealing } from "./sealing.ts";
+export {
+  type CheckpointSealing,
+  createCheckpointSealing,
+  createSealing,
+  type Sealer,
+  type Sealing,
+  type SealingPurpose,
+} from "./sealing.ts";
 export {
   CHECKPOINT_REASONS,
   type CheckpointReason,

@@ -4,7 +4,8 @@ import { deriveKeyring, type EncryptionKeys, type Keyring } from "../../credenti
 import { CheckpointStoreError } from "./types.ts";
 
 /**
- * How checkpoint objects and manifests are sealed at rest (docs/architecture.md, "Domain"):
+ * How checkpoint objects and manifests, and recordings' chunks and videos, are sealed at rest
+ * (docs/architecture.md, "Domain"):
  *
  *     "CKP1" | key id (6 bytes) | nonce prefix (7 random bytes)      the 17-byte header
  *     AES-256-GCM(chunk 0) | tag … AES-256-GCM(last chunk) | tag     64 KiB of plaintext each
@@ -14,9 +15,10 @@ import { CheckpointStoreError } from "./types.ts";
  * a reader never hands on a byte that failed authentication, and cutting, reordering or
  * truncating chunks fails like any altered byte. The key comes from ENCRYPTION_KEY under its own
  * purpose (`deriveKeyring`), so it rotates as credentials do: new objects are sealed with the
- * current key, and an object names the key that opens it.
+ * current key, and an object names the key that opens it. Each purpose has its own keys, so an
+ * object of one never opens as the other's.
  */
-const PURPOSE = "checkpoints";
+export type SealingPurpose = "checkpoints" | "recordings";
 const MAGIC = Buffer.from("CKP1", "latin1");
 const KEY_ID_BYTES = 6;
 const PREFIX_BYTES = 7;
@@ -26,23 +28,28 @@ const TAG_BYTES = 16;
 const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES;
 const EMPTY = Buffer.alloc(0);
 
-export interface CheckpointSealing {
+export interface Sealing {
+  /** Seals a stream of plaintext; `context` (what the object is) must be given again to open it. */
+  sealer(context: string): Sealer;
+  /** The plaintext of a sealed file, chunk by chunk, each authenticated before it is yielded. */
+  openFile(path: string, context: string, what: string): AsyncGenerator<Buffer>;
+  /** The whole plaintext of a small sealed buffer (a manifest). */
+  openBuffer(sealed: Buffer, context: string, what: string): Buffer;
+}
+
+export interface CheckpointSealing extends Sealing {
   /**
    * The address of one content in one workspace: HMAC-SHA256 under that workspace's sub-key of
    * the current key. Equal files in two workspaces get unrelated addresses, so the store's names
    * and its deduplication say nothing across workspaces.
    */
   addresser(workspaceId: string): Hmac;
-  /** Seals a stream of plaintext; `context` (what the object is) must be given again to open it. */
-  sealer(context: string): Sealer;
   /**
    * The plaintext of a sealed object of `workspaceId` (its context), chunk by chunk, each
    * authenticated before it is yielded; the last one only once the whole content also has the
    * address it is stored under, so an authentic object moved to another name fails too.
    */
   openObject(path: string, workspaceId: string, address: string, what: string): AsyncGenerator<Buffer>;
-  /** The whole plaintext of a small sealed buffer (a manifest). */
-  openBuffer(sealed: Buffer, context: string, what: string): Buffer;
 }
 
 export interface Sealer {
@@ -52,31 +59,48 @@ export interface Sealer {
   final(): Buffer;
 }
 
-interface CheckpointKey {
+export interface SealingOptions {
+  purpose: SealingPurpose;
+  /** The error a damaged, altered or unopenable object is reported as (the purpose's own). */
+  damaged: (message: string) => Error;
+}
+
+interface SealingKey {
   id: string;
   aead: Buffer;
   address: Buffer;
 }
 
-function checkpointKey(derived: Keyring["current"]): CheckpointKey {
+function sealingKey(derived: Keyring["current"], purpose: SealingPurpose): SealingKey {
   // The purpose key is split once more, so the HMAC never uses the AES key itself.
-  const address = Buffer.from(hkdfSync("sha256", derived.key, "", "cubicle/checkpoints/address/v1", 32));
+  const address = Buffer.from(hkdfSync("sha256", derived.key, "", `cubicle/${purpose}/address/v1`, 32));
   return { id: derived.id, aead: derived.key, address };
 }
 
 export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing {
-  const ring = deriveKeyring(keys, PURPOSE);
-  const current = checkpointKey(ring.current);
-  const byId = new Map([...ring.byId].map(([id, derived]) => [id, checkpointKey(derived)]));
+  return createSealing(keys, {
+    purpose: "checkpoints",
+    damaged: (message) => new CheckpointStoreError("CORRUPT", message),
+  });
+}
+
+/** Sealing for one purpose; checkpoints also address their contents with it (see addresser). */
+export function createSealing(keys: EncryptionKeys, options: SealingOptions): CheckpointSealing {
+  const { purpose, damaged } = options;
+  const ring = deriveKeyring(keys, purpose);
+  const current = sealingKey(ring.current, purpose);
+  const byId = new Map([...ring.byId].map(([id, derived]) => [id, sealingKey(derived, purpose)]));
+  const tampered = (what: string) =>
+    damaged(`${what} failed authentication: it was altered, truncated or swapped on disk, and is not read`);
 
   // derived once per key and workspace: a write addresses every file of a home with the same one
   const workspaceKeys = new Map<string, Buffer>();
-  const workspaceAddresser = (key: CheckpointKey, workspaceId: string) => {
+  const workspaceAddresser = (key: SealingKey, workspaceId: string) => {
     const name = `${key.id}/${workspaceId}`;
     let derived = workspaceKeys.get(name);
     if (!derived) {
       derived = Buffer.from(
-        hkdfSync("sha256", key.address, "", `cubicle/checkpoints/workspace/${workspaceId}`, 32),
+        hkdfSync("sha256", key.address, "", `cubicle/${purpose}/workspace/${workspaceId}`, 32),
       );
       workspaceKeys.set(name, derived);
     }
@@ -91,18 +115,16 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
     return value;
   };
 
-  const keyOf = (header: Buffer, what: string): CheckpointKey => {
+  const keyOf = (header: Buffer, what: string): SealingKey => {
     if (header.length < HEADER_BYTES || !header.subarray(0, MAGIC.length).equals(MAGIC)) {
-      throw new CheckpointStoreError(
-        "CORRUPT",
+      throw damaged(
         `${what} is not sealed (written before encryption at rest, or damaged); it cannot be read`,
       );
     }
     const id = header.subarray(MAGIC.length, MAGIC.length + KEY_ID_BYTES).toString("hex");
     const key = byId.get(id);
     if (!key) {
-      throw new CheckpointStoreError(
-        "CORRUPT",
+      throw damaged(
         `${what} was sealed with key id ${id}, which is neither ENCRYPTION_KEY nor in ENCRYPTION_KEYS_PREVIOUS`,
       );
     }
@@ -110,7 +132,7 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
   };
 
   const openChunk = (
-    key: CheckpointKey,
+    key: SealingKey,
     header: Buffer,
     context: string,
     index: number,
@@ -141,6 +163,39 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
     if (lastBytes < TAG_BYTES) throw tampered(what);
     return count;
   };
+
+  /** A sealed file's chunks in order, each authenticated; `onKey` learns the key that sealed it. */
+  async function* openChunks(
+    path: string,
+    context: string,
+    what: string,
+    onKey: (key: SealingKey) => void = () => undefined,
+  ): AsyncGenerator<{ plaintext: Buffer; last: boolean }> {
+    const handle = await fs.open(path, "r");
+    try {
+      const { size } = await handle.stat();
+      const header = Buffer.alloc(HEADER_BYTES);
+      await handle.read(header, 0, HEADER_BYTES, 0);
+      const key = keyOf(header, what);
+      onKey(key);
+      const count = chunkCount(size - HEADER_BYTES, what);
+      for (let index = 0; index < count; index += 1) {
+        const offset = HEADER_BYTES + index * SEALED_CHUNK_BYTES;
+        const length = Math.min(SEALED_CHUNK_BYTES, size - offset);
+        const sealed = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(sealed, 0, length, offset);
+        if (bytesRead !== length) throw tampered(what);
+        const last = index === count - 1;
+        yield { plaintext: openChunk(key, header, context, index, last, sealed, what), last };
+      }
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async function* openFile(path: string, context: string, what: string): AsyncGenerator<Buffer> {
+    for await (const { plaintext } of openChunks(path, context, what)) yield plaintext;
+  }
 
   return {
     addresser: (workspaceId) => workspaceAddresser(current, workspaceId),
@@ -193,30 +248,18 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
       };
     },
 
+    openFile: (path, context, what) => openFile(path, context, what),
+
     async *openObject(path, workspaceId, address, what) {
-      const handle = await fs.open(path, "r");
-      try {
-        const { size } = await handle.stat();
-        const header = Buffer.alloc(HEADER_BYTES);
-        await handle.read(header, 0, HEADER_BYTES, 0);
-        const key = keyOf(header, what);
-        // the address is recomputed under the key that sealed the object, which may be a previous one
-        const addressing = workspaceAddresser(key, workspaceId);
-        const count = chunkCount(size - HEADER_BYTES, what);
-        for (let index = 0; index < count; index += 1) {
-          const offset = HEADER_BYTES + index * SEALED_CHUNK_BYTES;
-          const length = Math.min(SEALED_CHUNK_BYTES, size - offset);
-          const sealed = Buffer.alloc(length);
-          const { bytesRead } = await handle.read(sealed, 0, length, offset);
-          if (bytesRead !== length) throw tampered(what);
-          const last = index === count - 1;
-          const plaintext = openChunk(key, header, workspaceId, index, last, sealed, what);
-          addressing.update(plaintext);
-          if (last && addressing.digest("hex") !== address) throw tampered(what);
-          yield plaintext;
-        }
-      } finally {
-        await handle.close();
+      let addressing: Hmac | undefined;
+      // the address is recomputed under the key that sealed the object, which may be a previous one
+      const onKey = (key: SealingKey) => {
+        addressing = workspaceAddresser(key, workspaceId);
+      };
+      for await (const { plaintext, last } of openChunks(path, workspaceId, what, onKey)) {
+        addressing?.update(plaintext);
+        if (last && addressing?.digest("hex") !== address) throw tampered(what);
+        yield plaintext;
       }
     },
 
@@ -234,9 +277,3 @@ export function createCheckpointSealing(keys: EncryptionKeys): CheckpointSealing
     },
   };
 }
-
-const tampered = (what: string) =>
-  new CheckpointStoreError(
-    "CORRUPT",
-    `${what} failed authentication: it was altered, truncated or swapped on disk, and is not restored`,
-  );
