@@ -1,11 +1,11 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import { findFreePort } from "@cubicle/db/testing";
+import { randomUUID } from "node:crypto";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { destroyMachines } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi, TRUSTED_ORIGIN } from "./support/harness.ts";
-import { createBot, type OpenedSession, SessionClient, sleep } from "./support/sessions.ts";
+import { expectStatus, type TestApi } from "./support/harness.ts";
+import { memberRobot, setRecordingMode, startRecordingApi } from "./support/recorded-stack.ts";
+import { createBot, type OpenedSession, type SessionClient, sleep } from "./support/sessions.ts";
 import { until } from "./support/until.ts";
 import { buildWorld, type World } from "./support/world.ts";
 
@@ -20,31 +20,13 @@ let w: World;
 let robot: SessionClient;
 
 beforeAll(async () => {
-  const key = randomBytes(32).toString("base64url");
-  const proxyPort = await findFreePort();
-  t = await startTestApi({
-    SANDBOX_PROVIDER: "desktop",
-    SCREEN_CAPABILITY_KEY: key,
-    PROXY_INTERNAL_URL: `ws://127.0.0.1:${proxyPort}`,
-  });
+  const stack = await startRecordingApi();
+  t = stack.t;
   proxy = await startProxy(
-    parseProxyConfig({
-      SCREEN_CAPABILITY_KEY: key,
-      PROXY_PORT: String(proxyPort),
-      CUBICLE_API_URL: t.api.url,
-      PROXY_ALLOWED_ORIGINS: TRUSTED_ORIGIN,
-      LOG_LEVEL: "silent",
-    }),
+    parseProxyConfig({ ...stack.proxyEnv, PROXY_PORT: String(stack.proxyPort), LOG_LEVEL: "silent" }),
   );
   w = await buildWorld(t, "session-recordings");
-  const apiKey = expectStatus(
-    await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/api-keys`, {
-      name: "recorded robot",
-      role: "member",
-    }),
-    201,
-  ).json.key as string;
-  robot = new SessionClient({ client: t.client(), apiKey }, w.workspaceId);
+  robot = await memberRobot(t, w, "recorded robot");
 }, 120_000);
 
 afterAll(async () => {
@@ -87,12 +69,7 @@ function agreement(a: Buffer, b: Buffer): number {
 }
 
 it("records a bot's session with nobody watching; the frame at a moment is what observe showed then", async () => {
-  expectStatus(
-    await w.people.admin.request("PUT", `/v1/workspaces/${w.workspaceId}/recording-policy`, {
-      body: { mode: "control-and-sessions", retentionDays: null, retentionBytes: null },
-    }),
-    200,
-  );
+  await setRecordingMode(w, "control-and-sessions");
   const bot = await createBot(w.people.admin, w.workspaceId);
   const session: OpenedSession = await robot.opened(bot.id);
   const recording = await until(

@@ -9,22 +9,10 @@
  * it has asked for updates: RFB has no marker for where a new format starts, so a change while
  * updates flow would leave the proxy unsure where the server's messages begin.
  */
+import { ClientMessageType } from "./protocol.ts";
 import { type PixelSizes, pixelSizes, viewMayNegotiate } from "./server-messages.ts";
 
-export const ClientMessageType = {
-  SetPixelFormat: 0,
-  SetEncodings: 2,
-  FramebufferUpdateRequest: 3,
-  KeyEvent: 4,
-  PointerEvent: 5,
-  ClientCutText: 6,
-  EnableContinuousUpdates: 150,
-  ClientFence: 248,
-  Xvp: 250,
-  SetDesktopSize: 251,
-  Gii: 253,
-  Qemu: 255,
-} as const;
+export { ClientMessageType };
 
 /** What a viewer may send: it shapes what the viewer receives, never what happens on the desktop. */
 const VIEW_MESSAGES: ReadonlySet<number> = new Set([

@@ -5,4 +5,4 @@ export {
   type RfbBridgeEndReason,
   type RfbBridgeOptions,
 } from "./bridge.ts";
-export { ClientMessageType } from "./client-messages.ts";
+export { ClientMessageType } from "./protocol.ts";

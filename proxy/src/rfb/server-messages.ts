@@ -15,27 +15,9 @@
  * or withholds them (`drop`); large payloads are passed on as they arrive, never buffered.
  */
 
-export const Encoding = {
-  Raw: 0,
-  CopyRect: 1,
-  RRE: 2,
-  Hextile: 5,
-  Zlib: 6,
-  Tight: 7,
-  ZRLE: 16,
-  TightPNG: -260,
-  DesktopSize: -223,
-  LastRect: -224,
-  PointerPos: -232,
-  Cursor: -239,
-  XCursor: -240,
-  DesktopName: -307,
-  ExtendedDesktopSize: -308,
-  Fence: -312,
-  ContinuousUpdates: -313,
-  /** 0xC0A1E5CE as the signed 32-bit number SetEncodings carries. */
-  ExtendedClipboard: 0xc0a1e5ce | 0,
-} as const;
+import { Encoding, readPixelFormat, ServerMessageType } from "./protocol.ts";
+
+export { Encoding, ServerMessageType };
 
 /** Hints that shape the pixels a server sends, with nothing of their own in the stream. */
 const isLevelHint = (encoding: number) =>
@@ -64,15 +46,6 @@ const FRAMED_ENCODINGS: ReadonlySet<number> = new Set([
 /** Whether a view session may ask for the encoding: the proxy can frame what it makes the server send. */
 export const viewMayNegotiate = (encoding: number) => FRAMED_ENCODINGS.has(encoding) || isLevelHint(encoding);
 
-export const ServerMessageType = {
-  FramebufferUpdate: 0,
-  SetColourMapEntries: 1,
-  Bell: 2,
-  ServerCutText: 3,
-  EndOfContinuousUpdates: 150,
-  ServerFence: 248,
-} as const;
-
 const MAX_FENCE_PAYLOAD = 64;
 
 /** What the sizes of pixel data depend on, from a 16-byte PIXEL_FORMAT (ServerInit, SetPixelFormat). */
@@ -84,14 +57,14 @@ export interface PixelSizes {
 
 /** Undefined for a bits-per-pixel value RFB does not have (it allows 8, 16 and 32). */
 export function pixelSizes(format: Buffer): PixelSizes | undefined {
-  const bitsPerPixel = format.readUInt8(0);
+  const { bitsPerPixel, depth, trueColour, redMax, greenMax, blueMax } = readPixelFormat(format);
   if (bitsPerPixel !== 8 && bitsPerPixel !== 16 && bitsPerPixel !== 32) return undefined;
   const bytesPerPixel = bitsPerPixel / 8;
   const packed =
     bitsPerPixel === 32 &&
-    format.readUInt8(1) === 24 &&
-    format.readUInt8(3) !== 0 &&
-    [4, 6, 8].every((at) => format.readUInt16BE(at) === 255);
+    depth === 24 &&
+    trueColour &&
+    [redMax, greenMax, blueMax].every((max) => max === 255);
   return { bytesPerPixel, tightPixelBytes: packed ? 3 : bytesPerPixel };
 }
 

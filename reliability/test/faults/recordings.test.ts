@@ -8,23 +8,27 @@
  * The small disk is a tmpfs mount the test makes (it runs as root) and always unmounts.
  */
 import { execFileSync } from "node:child_process";
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findFreePort } from "@cubicle/db/testing";
 import { RECORDING_FILE_MAGIC, RecordKind, RecordReader } from "@cubicle/proxy/recording";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { destroyMachines } from "../../../api/test/support/computers.ts";
+import { expectStatus, type TestApi, TRUSTED_ORIGIN } from "../../../api/test/support/harness.ts";
 import {
-  expectStatus,
-  startTestApi,
-  type TestApi,
-  TRUSTED_ORIGIN,
-} from "../../../api/test/support/harness.ts";
+  memberRobot,
+  setRecordingMode,
+  startRecordingApi,
+} from "../../../api/test/support/recorded-stack.ts";
 import { openScreenSocket } from "../../../api/test/support/screen-socket.ts";
-import { createBot, type OpenedSession, SessionClient, sleep } from "../../../api/test/support/sessions.ts";
+import {
+  createBot,
+  type OpenedSession,
+  type SessionClient,
+  sleep,
+} from "../../../api/test/support/sessions.ts";
 import { until } from "../../../api/test/support/until.ts";
 import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { type ProxyProcess, startProxyProcess } from "../../src/proxy-process.ts";
@@ -43,29 +47,12 @@ beforeAll(async () => {
   mkdirSync(disk, { recursive: true });
   execFileSync("mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", disk]);
   mounted = true;
-  const key = randomBytes(32).toString("base64url");
-  const proxyPort = await findFreePort();
-  t = await startTestApi({
-    SANDBOX_PROVIDER: "desktop",
-    SCREEN_CAPABILITY_KEY: key,
-    PROXY_INTERNAL_URL: `ws://127.0.0.1:${proxyPort}`,
-    RECORDING_DIR: join(disk, "recordings"),
-  });
-  proxyEnv = {
-    SCREEN_CAPABILITY_KEY: key,
-    CUBICLE_API_URL: t.api.url,
-    PROXY_ALLOWED_ORIGINS: TRUSTED_ORIGIN,
-  };
-  proxy = await startProxyProcess(proxyEnv, { port: proxyPort });
+  const stack = await startRecordingApi({ RECORDING_DIR: join(disk, "recordings") });
+  t = stack.t;
+  proxyEnv = stack.proxyEnv;
+  proxy = await startProxyProcess(proxyEnv, { port: stack.proxyPort });
   w = await buildWorld(t, "recording-faults");
-  const apiKey = expectStatus(
-    await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/api-keys`, {
-      name: "faulted robot",
-      role: "member",
-    }),
-    201,
-  ).json.key as string;
-  robot = new SessionClient({ client: t.client(), apiKey }, w.workspaceId);
+  robot = await memberRobot(t, w, "faulted robot");
 }, 120_000);
 
 afterAll(async () => {
@@ -88,15 +75,6 @@ afterAll(async () => {
 });
 
 const recordingsPath = () => `/v1/workspaces/${w.workspaceId}/recordings`;
-const setPolicy = async (mode: string) =>
-  expectStatus(
-    await w.people.admin.put(`/v1/workspaces/${w.workspaceId}/recording-policy`, {
-      mode,
-      retentionDays: null,
-      retentionBytes: null,
-    }),
-    200,
-  );
 
 type RecordingRow = {
   id: string;
@@ -122,7 +100,7 @@ function averageColour(png: Buffer): number[] {
 
 it("kill the proxy while it records a session: incomplete, replays up to the kill; recorded again once back", async (context) => {
   const faults = tally(context, "faults");
-  await setPolicy("control-and-sessions");
+  await setRecordingMode(w, "control-and-sessions");
   const bot = await createBot(w.people.admin, w.workspaceId);
   const session: OpenedSession = await robot.opened(bot.id);
   const title = `killed-${randomUUID()}`;
@@ -205,7 +183,7 @@ it("kill the proxy while it records a session: incomplete, replays up to the kil
 
 it("fill the recording store's disk under a control socket: incomplete, and the socket stays live", async (context) => {
   const faults = tally(context, "faults");
-  await setPolicy("control");
+  await setRecordingMode(w, "control");
   // the workspace's Team computer, started by a session of its own (not recorded: control only)
   const bot = await createBot(w.people.admin, w.workspaceId);
   const session = await robot.opened(bot.id);

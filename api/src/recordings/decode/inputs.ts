@@ -1,5 +1,6 @@
 import { inflateSync, constants as zlib } from "node:zlib";
 import { RecordKind } from "@cubicle/proxy/recording";
+import { ClientMessageType } from "@cubicle/proxy/rfb";
 import type { Records } from "./frame.ts";
 import { keyName, keysymText, MODIFIERS } from "./keysyms.ts";
 
@@ -10,7 +11,6 @@ export type RecordingInput =
   | { at: number; type: "scroll"; direction: "up" | "down" | "left" | "right"; x: number; y: number }
   | { at: number; type: "paste"; length: number };
 
-const ClientMessage = { KeyEvent: 4, PointerEvent: 5, ClientCutText: 6, QEMU: 255 } as const;
 /** Keys typed further apart than this start a new text item. */
 const TEXT_GAP_MS = 2000;
 /** PointerEvent's button mask, bit by bit (X's buttons 1–7). */
@@ -72,13 +72,13 @@ export async function inputsOf(records: Records): Promise<RecordingInput[]> {
     const { at, bytes } = record;
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
     switch (bytes[0]) {
-      case ClientMessage.KeyEvent:
+      case ClientMessageType.KeyEvent:
         if (bytes.length >= 8) key(at, view.getUint32(4), bytes[1] !== 0);
         break;
-      case ClientMessage.QEMU: // its extended key event (subtype 0) carries a keysym too
+      case ClientMessageType.Qemu: // its extended key event (subtype 0) carries a keysym too
         if (bytes[1] === 0 && bytes.length >= 12) key(at, view.getUint32(4), view.getUint16(2) !== 0);
         break;
-      case ClientMessage.PointerEvent: {
+      case ClientMessageType.PointerEvent: {
         if (bytes.length < 6) break;
         const mask = view.getUint8(1) & 0x7f; // bit 7 marks noVNC's extended buttons (back, forward)
         const pressed = mask & ~buttons;
@@ -90,7 +90,7 @@ export async function inputsOf(records: Records): Promise<RecordingInput[]> {
         });
         break;
       }
-      case ClientMessage.ClientCutText: {
+      case ClientMessageType.ClientCutText: {
         if (bytes.length < 8) break;
         const length = view.getInt32(4);
         if (length >= 0) add({ at, type: "paste", length });

@@ -6,6 +6,7 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { Encoding } from "@cubicle/proxy/rfb";
 import type { Display } from "./framebuffer.ts";
 import type { ReceiveQueue } from "./receive-queue.ts";
 
@@ -27,29 +28,17 @@ const core = dirname(createRequire(import.meta.url).resolve("@novnc/novnc"));
 const load = async <T>(path: string): Promise<T> =>
   ((await import(pathToFileURL(join(core, path)).href)) as { default: T }).default;
 
-/** RFB's encoding numbers for rectangles of pixels. */
-export const PixelEncoding = {
-  Raw: 0,
-  CopyRect: 1,
-  RRE: 2,
-  Hextile: 5,
-  Zlib: 6,
-  Tight: 7,
-  ZRLE: 16,
-  JPEG: 21,
-  TightPNG: -260,
-} as const;
-
+/** noVNC's decoder file for each encoding of pixels it reads. */
 const DECODER_FILES: ReadonlyArray<readonly [number, string]> = [
-  [PixelEncoding.Raw, "raw"],
-  [PixelEncoding.CopyRect, "copyrect"],
-  [PixelEncoding.RRE, "rre"],
-  [PixelEncoding.Hextile, "hextile"],
-  [PixelEncoding.Zlib, "zlib"],
-  [PixelEncoding.Tight, "tight"],
-  [PixelEncoding.ZRLE, "zrle"],
-  [PixelEncoding.JPEG, "jpeg"],
-  [PixelEncoding.TightPNG, "tightpng"],
+  [Encoding.Raw, "raw"],
+  [Encoding.CopyRect, "copyrect"],
+  [Encoding.RRE, "rre"],
+  [Encoding.Hextile, "hextile"],
+  [Encoding.Zlib, "zlib"],
+  [Encoding.Tight, "tight"],
+  [Encoding.ZRLE, "zrle"],
+  [Encoding.JPEG, "jpeg"],
+  [Encoding.TightPNG, "tightpng"],
 ];
 
 // noVNC's logging module binds `window.console` as it loads, and Node has no window: one stands in

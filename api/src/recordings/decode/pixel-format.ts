@@ -1,35 +1,6 @@
+import type { PixelFormat } from "@cubicle/proxy/rfb";
 import { RecordingDecodeError } from "./errors.ts";
 import type { Channels } from "./framebuffer.ts";
-
-/** RFB's PIXEL_FORMAT (16 bytes in ServerInit and SetPixelFormat). */
-export interface PixelFormat {
-  bitsPerPixel: number;
-  depth: number;
-  bigEndian: boolean;
-  trueColour: boolean;
-  redMax: number;
-  greenMax: number;
-  blueMax: number;
-  redShift: number;
-  greenShift: number;
-  blueShift: number;
-}
-
-export function readPixelFormat(bytes: Uint8Array): PixelFormat {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, 16);
-  return {
-    bitsPerPixel: view.getUint8(0),
-    depth: view.getUint8(1),
-    bigEndian: view.getUint8(2) !== 0,
-    trueColour: view.getUint8(3) !== 0,
-    redMax: view.getUint16(4),
-    greenMax: view.getUint16(6),
-    blueMax: view.getUint16(8),
-    redShift: view.getUint8(10),
-    greenShift: view.getUint8(11),
-    blueShift: view.getUint8(12),
-  };
-}
 
 /** How noVNC's decoders read pixels in a format. */
 export interface DecoderView {

@@ -1,46 +1,27 @@
 import { type RecordingRecord, RecordKind } from "@cubicle/proxy/recording";
+import {
+  ClientMessageType,
+  Encoding,
+  type PixelFormat,
+  readPixelFormat,
+  ServerMessageType,
+} from "@cubicle/proxy/rfb";
 import { RecordingDecodeError } from "./errors.ts";
 import { type Display, Framebuffer, RGB } from "./framebuffer.ts";
-import { createDecoders, type NoVncDecoder, PixelEncoding } from "./novnc.ts";
-import { type DecoderView, decoderView, type PixelFormat, readPixelFormat } from "./pixel-format.ts";
+import { createDecoders, type NoVncDecoder } from "./novnc.ts";
+import { type DecoderView, decoderView } from "./pixel-format.ts";
 import { ReceiveQueue } from "./receive-queue.ts";
-
-const ServerMessage = {
-  FramebufferUpdate: 0,
-  SetColourMapEntries: 1,
-  Bell: 2,
-  ServerCutText: 3,
-  EndOfContinuousUpdates: 150,
-  ServerFence: 248,
-  Xvp: 250,
-} as const;
-
-/** Rectangles that carry no pixels of the screen. */
-const Pseudo = {
-  DesktopSize: -223,
-  LastRect: -224,
-  PointerPos: -232,
-  Cursor: -239,
-  XCursor: -240,
-  QEMUExtendedKeyEvent: -258,
-  QEMULedEvent: -261,
-  DesktopName: -307,
-  ExtendedDesktopSize: -308,
-  CursorWithAlpha: -314,
-  ExtendedMouseButtons: -316,
-  VMwareCursor: 0x574d5664,
-} as const;
 
 /** Where each encoding's pixels keep their colours (Tight's and JPEG's are always red, green, blue). */
 const channelsOf = (encoding: number, view: DecoderView) =>
-  encoding === PixelEncoding.Tight || encoding === PixelEncoding.TightPNG || encoding === PixelEncoding.JPEG
+  encoding === Encoding.Tight || encoding === Encoding.TightPNG || encoding === Encoding.JPEG
     ? RGB
-    : encoding === PixelEncoding.ZRLE
+    : encoding === Encoding.ZRLE
       ? view.compactPixel
       : view.pixel;
 
 /** noVNC's 8-bit format is only read by these (as noVNC, which asks for no other encoding then). */
-const LOW_COLOUR_ENCODINGS: ReadonlySet<number> = new Set([PixelEncoding.Raw, PixelEncoding.CopyRect]);
+const LOW_COLOUR_ENCODINGS: ReadonlySet<number> = new Set([Encoding.Raw, Encoding.CopyRect]);
 
 interface Rect {
   x: number;
@@ -87,7 +68,11 @@ export class ScreenDecoder {
     if (record.kind === RecordKind.SERVER) {
       this.#queue.push(record.bytes);
       while (this.#step());
-    } else if (record.kind === RecordKind.CLIENT && record.bytes[0] === 0 && record.bytes.length >= 20) {
+    } else if (
+      record.kind === RecordKind.CLIENT &&
+      record.bytes[0] === ClientMessageType.SetPixelFormat &&
+      record.bytes.length >= 20
+    ) {
       this.#nextFormat = readPixelFormat(record.bytes.subarray(4, 20));
     }
   }
@@ -100,7 +85,7 @@ export class ScreenDecoder {
     if (queue.rQlen() < 1) return false;
     const type = queue.rQpeek8();
     switch (type) {
-      case ServerMessage.FramebufferUpdate: {
+      case ServerMessageType.FramebufferUpdate: {
         if (queue.rQlen() < 4) return false;
         this.#rectsLeft = queue.peekView(4).getUint16(2);
         queue.rQskipBytes(4);
@@ -108,17 +93,17 @@ export class ScreenDecoder {
         this.#nextFormat = undefined;
         return true;
       }
-      case ServerMessage.SetColourMapEntries:
+      case ServerMessageType.SetColourMapEntries:
         return this.#skip(6, (header) => 6 * header.getUint16(4));
-      case ServerMessage.Bell:
-      case ServerMessage.EndOfContinuousUpdates:
+      case ServerMessageType.Bell:
+      case ServerMessageType.EndOfContinuousUpdates:
         return this.#skip(1);
-      case ServerMessage.ServerCutText:
+      case ServerMessageType.ServerCutText:
         // the extended clipboard's form has a negative length, whose magnitude is the payload's
         return this.#skip(8, (header) => Math.abs(header.getInt32(4)));
-      case ServerMessage.ServerFence:
+      case ServerMessageType.ServerFence:
         return this.#skip(9, (header) => header.getUint8(8));
-      case ServerMessage.Xvp:
+      case ServerMessageType.Xvp:
         return this.#skip(4);
       default:
         throw new RecordingDecodeError(`the screen sent a message of unknown type ${type}`);
@@ -181,38 +166,38 @@ export class ScreenDecoder {
     const framebuffer = this.#framebuffer as Framebuffer;
     const { width, height } = rect;
     switch (rect.encoding) {
-      case Pseudo.LastRect:
+      case Encoding.LastRect:
         this.#rectsLeft = 1;
         return true;
-      case Pseudo.DesktopSize:
+      case Encoding.DesktopSize:
         framebuffer.resize(width, height);
         return true;
-      case Pseudo.ExtendedDesktopSize: {
+      case Encoding.ExtendedDesktopSize: {
         if (!this.#skip(4, (header) => 16 * header.getUint8(0))) return false;
         // x 1 with a non-zero y: the server refused this client's resize, and nothing changed
         if (!(rect.x === 1 && rect.y !== 0)) framebuffer.resize(width, height);
         return true;
       }
-      case Pseudo.PointerPos:
-      case Pseudo.QEMUExtendedKeyEvent:
-      case Pseudo.ExtendedMouseButtons:
+      case Encoding.PointerPos:
+      case Encoding.QEMUExtendedKeyEvent:
+      case Encoding.ExtendedMouseButtons:
         return true;
-      case Pseudo.QEMULedEvent:
+      case Encoding.QEMULedEvent:
         return this.#skip(1);
-      case Pseudo.DesktopName:
+      case Encoding.DesktopName:
         return this.#skip(4, (header) => header.getUint32(0));
-      case Pseudo.Cursor:
+      case Encoding.Cursor:
         return this.#skip(width * height * this.#bytesPerPixel() + Math.ceil(width / 8) * height);
-      case Pseudo.XCursor:
+      case Encoding.XCursor:
         return width * height === 0 || this.#skip(6 + 2 * Math.ceil(width / 8) * height);
-      case Pseudo.VMwareCursor:
+      case Encoding.VMwareCursor:
         return this.#skip(2, (header) => {
           const type = header.getUint8(0);
           if (type === 0) return 2 * width * height * this.#bytesPerPixel();
           if (type === 1) return 4 * width * height;
           throw new RecordingDecodeError(`VMware cursor of unknown type ${type}`);
         });
-      case Pseudo.CursorWithAlpha:
+      case Encoding.CursorWithAlpha:
         return this.#cursorWithAlpha(rect);
       default:
         return this.#pixels(rect);

@@ -1,5 +1,5 @@
 // Test and benchmark tools for RFB: other packages' suites drive real screens through the proxy with these.
-export { ClientMessageType } from "../client-messages.ts";
+export { ClientMessageType, Encoding } from "../protocol.ts";
 export { startDesktop, type TestDesktop } from "./desktop.ts";
 export { memoryPair, tcpPair } from "./pairs.ts";
-export { Encoding, type Rectangle, RfbClient, type ServerInit, type ServerMessage } from "./rfb-client.ts";
+export { type Rectangle, RfbClient, type ServerInit, type ServerMessage } from "./rfb-client.ts";

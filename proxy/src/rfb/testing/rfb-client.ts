@@ -4,23 +4,16 @@
  */
 import type { Duplex } from "node:stream";
 import { ByteReader } from "../byte-reader.ts";
-import { ClientMessageType } from "../client-messages.ts";
 import { type RfbMinorVersion, versionMessage } from "../handshake.ts";
+import {
+  ClientMessageType,
+  Encoding,
+  type PixelFormat,
+  readPixelFormat,
+  ServerMessageType,
+} from "../protocol.ts";
 
-export const Encoding = { Raw: 0, CopyRect: 1, DesktopSize: -223 } as const;
-
-export interface PixelFormat {
-  bitsPerPixel: number;
-  depth: number;
-  bigEndian: boolean;
-  trueColour: boolean;
-  redMax: number;
-  greenMax: number;
-  blueMax: number;
-  redShift: number;
-  greenShift: number;
-  blueShift: number;
-}
+export { Encoding, type PixelFormat };
 
 export interface ServerInit {
   width: number;
@@ -103,7 +96,7 @@ export class RfbClient {
     const serverInit: ServerInit = {
       width: fixed.readUInt16BE(0),
       height: fixed.readUInt16BE(2),
-      pixelFormat: parsePixelFormat(fixed.subarray(4, 20)),
+      pixelFormat: readPixelFormat(fixed.subarray(4, 20)),
       name: (await reader.read(fixed.readUInt32BE(20))).toString("utf8"),
     };
     return new RfbClient(stream, reader, serverInit, options.discardPixels ?? false);
@@ -164,17 +157,17 @@ export class RfbClient {
   async readMessage(): Promise<ServerMessage> {
     const type = await this.#reader.readU8();
     switch (type) {
-      case 0:
+      case ServerMessageType.FramebufferUpdate:
         return { type: "framebuffer-update", rectangles: await this.#readRectangles() };
-      case 1: {
+      case ServerMessageType.SetColourMapEntries: {
         const header = await this.#reader.read(5);
         const colours = header.readUInt16BE(3);
         await this.#reader.read(6 * colours);
         return { type: "colour-map", firstColour: header.readUInt16BE(1), colours };
       }
-      case 2:
+      case ServerMessageType.Bell:
         return { type: "bell" };
-      case 3: {
+      case ServerMessageType.ServerCutText: {
         // the extended-clipboard form has a negative length whose magnitude is the payload's
         const length = (await this.#reader.read(7)).readInt32BE(3);
         return { type: "cut-text", text: (await this.#reader.read(Math.abs(length))).toString("latin1") };
@@ -228,19 +221,4 @@ export class RfbClient {
 
 async function readText(reader: ByteReader): Promise<string> {
   return (await reader.read(await reader.readU32())).toString("latin1");
-}
-
-function parsePixelFormat(bytes: Buffer): PixelFormat {
-  return {
-    bitsPerPixel: bytes.readUInt8(0),
-    depth: bytes.readUInt8(1),
-    bigEndian: bytes.readUInt8(2) !== 0,
-    trueColour: bytes.readUInt8(3) !== 0,
-    redMax: bytes.readUInt16BE(4),
-    greenMax: bytes.readUInt16BE(6),
-    blueMax: bytes.readUInt16BE(8),
-    redShift: bytes.readUInt8(10),
-    greenShift: bytes.readUInt8(11),
-    blueShift: bytes.readUInt8(12),
-  };
 }

@@ -4,7 +4,7 @@
  */
 import { deflateSync } from "node:zlib";
 import { concatBytes, type RecordingRecord, RecordKind } from "@cubicle/proxy/recording";
-import type { PixelFormat } from "../pixel-format.ts";
+import type { PixelFormat } from "@cubicle/proxy/rfb";
 
 /** What noVNC asks for: 32 bits, red, green, blue in bytes 0, 1, 2. */
 export const NOVNC_FORMAT: PixelFormat = {
