@@ -10,6 +10,8 @@ const config: NextConfig = {
   compress: false,
   poweredByHeader: false,
   reactStrictMode: true,
+  // The recording player reads recordings with the proxy's own format module (TypeScript source).
+  transpilePackages: ["@cubicle/proxy"],
 };
 
 export default config;

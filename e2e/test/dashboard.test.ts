@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { shellResult } from "../../api/test/support/sessions.ts";
@@ -8,9 +8,18 @@ import { launchChromium } from "./support/browser.ts";
 import {
   ARTIFACTS,
   canvasRegion,
-  distinctCanvasColors,
+  clickRemote,
+  createBot,
+  mainScreen,
+  openTeamComputer,
+  PASSWORD,
   screenshotBothThemes,
+  section,
+  signUp,
   visibleText,
+  waitForLive,
+  XTERM_POINT,
+  XTERM_REGION,
 } from "./support/dashboard.ts";
 import { type Stack, startStack } from "./support/stack.ts";
 
@@ -20,10 +29,6 @@ import { type Stack, startStack } from "./support/stack.ts";
  * journeys share one deployment and run in order: the admin's sets up what the others use.
  */
 const JOURNEY_TIMEOUT_MS = 600_000;
-const PASSWORD = "correct horse battery";
-// Screen 0 of a Docker computer: an xterm at the top left, Chromium beside it (see computer-image).
-const XTERM_POINT = { x: 100, y: 150 };
-const XTERM_REGION = { x: 2, y: 22, width: 224, height: 120 };
 
 let stack: Stack;
 let browser: Browser;
@@ -56,61 +61,7 @@ async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
   return { context, page };
 }
 
-async function signUp(page: Page, person: { name: string; email: string }): Promise<void> {
-  await page.goto("/sign-up");
-  await page.getByLabel("Name").fill(person.name);
-  await page.getByLabel("Email").fill(person.email);
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign up" }).click();
-}
-
-async function createBot(page: Page, bot: { name: string; mode: "Team" | "Private"; why?: string }) {
-  await page.getByLabel("Name", { exact: true }).fill(bot.name);
-  await page.getByLabel("What it does").fill(`${bot.name} files the night shift's reports`);
-  await page.getByLabel("Boundary it never crosses").fill("Never pays anyone");
-  await page.getByRole("radio", { name: bot.mode }).check();
-  if (bot.why) await page.getByLabel("Why it is private").fill(bot.why);
-  await page.getByRole("button", { name: "Create bot" }).click();
-  const list = page.getByRole("table", { name: "All bots" });
-  await expect.poll(() => list.getByText(bot.name, { exact: true }).count(), { timeout: 15_000 }).toBe(1);
-}
-
-const mainScreen = (page: Page) => page.getByTestId("main-screen");
 const thumb = (page: Page, index: number) => page.getByTestId(`screen-thumb-${index}`);
-
-/** Waits until a live screen is connected in this mode and shows a real picture. */
-async function waitForLive(screen: Locator, mode: "view" | "control"): Promise<void> {
-  await expect
-    .poll(
-      async () => `${await screen.getAttribute("data-status")}/${await screen.getAttribute("data-mode")}`,
-      {
-        timeout: 60_000,
-      },
-    )
-    .toBe(`connected/${mode}`);
-  await expect.poll(() => distinctCanvasColors(screen), { timeout: 30_000 }).toBeGreaterThan(8);
-}
-
-/** Clicks a point of the remote screen (in its own pixels) on the scaled canvas. */
-async function clickRemote(screen: Locator, point: { x: number; y: number }): Promise<void> {
-  const canvas = screen.locator("canvas");
-  const box = await canvas.boundingBox();
-  const size = await canvas.evaluate((c: HTMLCanvasElement) => ({ width: c.width, height: c.height }));
-  if (!box) throw new Error("the live screen has no canvas on the page");
-  await canvas.click({
-    position: { x: (point.x * box.width) / size.width, y: (point.y * box.height) / size.height },
-  });
-}
-
-async function openTeamComputer(page: Page): Promise<void> {
-  await page.goto(`/w/${world.workspaceId}/computers`);
-  await page.getByRole("link", { name: "Team Computer" }).first().click();
-  await page.waitForURL(/\/computers\/[^/]+$/);
-}
-
-/** A titled part of a page (its h2). */
-const section = (page: Page, title: string) =>
-  page.locator("section", { has: page.getByRole("heading", { level: 2, name: title, exact: true }) });
 
 /** Runs a command on the computer through the page's command box; its output once it exited 0. */
 async function runCommand(page: Page, command: string): Promise<string> {
@@ -162,7 +113,7 @@ describe("dashboard on the real stack", () => {
       // start the Team Computer; its live screen shows in the grid
       await page.getByRole("link", { name: "Computers" }).click();
       await page.getByRole("heading", { level: 1, name: "Computers" }).first().waitFor();
-      await openTeamComputer(page);
+      await openTeamComputer(page, world.workspaceId);
       world.computerId = new URL(page.url()).pathname.split("/").at(-1) ?? "";
       await page.getByRole("button", { name: "Start", exact: true }).click();
       await waitForLive(thumb(page, 0), "view");
@@ -322,7 +273,7 @@ describe("dashboard on the real stack", () => {
       await screenshotBothThemes(viewer.page, "invitations");
       await viewer.page.getByRole("button", { name: "Accept" }).click();
       await viewer.page.waitForURL(`**/w/${world.workspaceId}/computers`);
-      await openTeamComputer(viewer.page);
+      await openTeamComputer(viewer.page, world.workspaceId);
       await waitForLive(mainScreen(viewer.page), "view");
       expect(await viewer.page.getByRole("button", { name: "Take control" }).count()).toBe(0);
 
@@ -396,7 +347,7 @@ describe("dashboard on the real stack", () => {
       );
 
       // the dashboard shows the session and the file
-      await openTeamComputer(page);
+      await openTeamComputer(page, world.workspaceId);
       const sessions = section(page, "Sessions");
       await expect.poll(() => visibleText(sessions), { timeout: 30_000 }).toContain("Scout");
       const files = section(page, "Files");

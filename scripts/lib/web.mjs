@@ -15,6 +15,8 @@ const INPUTS = [
   "web/next.config.ts",
   "web/package.json",
   "web/tsconfig.json",
+  // bundled into the dashboard: the recording format its player reads
+  "proxy/src/recording/format.ts",
   "package-lock.json",
 ];
 

@@ -1,3 +1,5 @@
+import Link from "next/link";
+import { playerHref, recordingsHref } from "@/recordings/queries.ts";
 import { exactTime } from "@/ui/format.ts";
 import { Time } from "@/ui/time.tsx";
 import styles from "./audit.module.css";
@@ -35,9 +37,32 @@ export function AuditTable({ events, label }: { events: AuditEvent[]; label: str
   );
 }
 
+/**
+ * Where a row's screen recording is: the recording a control grant or a session made (its data
+ * names it; it starts then), the moment a playback showed, or a take-over's recordings.
+ */
+function recordingLink(event: AuditEvent): { href: string; label: string } | null {
+  const { workspaceId, data, target, action } = event;
+  if (!workspaceId || action === "recording.deleted") return null;
+  const recordingId =
+    typeof data.recordingId === "string" ? data.recordingId : target?.type === "recording" ? target.id : null;
+  if (recordingId)
+    return {
+      href: playerHref(workspaceId, recordingId, typeof data.at === "number" ? data.at : undefined),
+      label: "Play the recording",
+    };
+  if (action.startsWith("screen.control_") && typeof data.leaseId === "string")
+    return {
+      href: recordingsHref(workspaceId, { controlLeaseId: data.leaseId }),
+      label: "Recordings of this take-over",
+    };
+  return null;
+}
+
 function AuditRow({ event }: { event: AuditEvent }) {
   const { actor, target } = event;
   const hasData = Object.keys(event.data).length > 0;
+  const recording = recordingLink(event);
   return (
     <tr>
       <td className={styles.time}>
@@ -61,6 +86,11 @@ function AuditRow({ event }: { event: AuditEvent }) {
       </td>
       <td>
         <code>{event.action}</code>
+        {recording ? (
+          <div className="small">
+            <Link href={recording.href}>{recording.label}</Link>
+          </div>
+        ) : null}
       </td>
       <td>
         {target ? (

@@ -1,9 +1,11 @@
 "use client";
 
+import Link from "next/link";
 import { useEffect, useRef, useState } from "react";
 import type { Person } from "@/auth/session.ts";
 import { useComputerHeartbeat } from "@/computers/heartbeat.ts";
 import type { Computer } from "@/computers/queries.ts";
+import { recordingsHref } from "@/recordings/queries.ts";
 import { atLeast, type Role } from "@/workspaces/queries.ts";
 import { activeScreens, screenLabel } from "./active-screens.ts";
 import { leaseOf } from "./control.ts";
@@ -28,8 +30,22 @@ export function LiveScreens({
 }) {
   const running = computer.state === "running";
   useComputerHeartbeat(computer.workspaceId, computer.id, running);
-  if (!running) return <NotRunning computer={computer} role={role} />;
-  return <RunningScreens computer={computer} me={me} role={role} />;
+  return (
+    <>
+      {running ? (
+        <RunningScreens computer={computer} me={me} role={role} />
+      ) : (
+        <NotRunning computer={computer} role={role} />
+      )}
+      {atLeast(role, "admin") ? (
+        <p className="small">
+          <Link href={recordingsHref(computer.workspaceId, { computerId: computer.id })}>
+            Recordings of this computer's screens
+          </Link>
+        </p>
+      ) : null}
+    </>
+  );
 }
 
 function RunningScreens({ computer, me, role }: { computer: Computer; me: Person; role: Role | undefined }) {

@@ -57,6 +57,8 @@ export function ScreenViewer({
   const [error, setError] = useState<string | null>(null);
   // what the computer last put on its clipboard (ServerCutText), while controlling it
   const [copied, setCopied] = useState<string | null>(null);
+  // the proxy records this screen (this socket, or the session's recorder): the capability says so
+  const [recorded, setRecorded] = useState(false);
   // Bumped by "Reconnect" after the retries gave up: the effect below starts over.
   const [generation, setGeneration] = useState(0);
 
@@ -81,6 +83,7 @@ export function ScreenViewer({
           ),
         ]);
         if (stopped || !target.current) return;
+        setRecorded(capability.recorded);
         const socket = new Rfb(target.current, capability.url, {
           wsProtocols: [capability.protocol, capability.token],
         });
@@ -145,6 +148,7 @@ export function ScreenViewer({
 
     setStatus("connecting");
     setCopied(null);
+    setRecorded(false);
     void connect();
     return () => {
       stopped = true;
@@ -180,6 +184,14 @@ export function ScreenViewer({
         >
           {status === "connected" ? (controlling ? "Live · controlling" : "Live · view only") : status}
         </span>
+        {recorded ? (
+          <span
+            className={`badge danger ${styles.recording}`}
+            title="What this screen shows is being recorded"
+          >
+            ● Recording
+          </span>
+        ) : null}
         {error && status !== "connected" ? <span className="muted">{error}</span> : null}
         {status === "failed" ? (
           <button type="button" onClick={() => setGeneration((n) => n + 1)}>

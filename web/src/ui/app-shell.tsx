@@ -12,6 +12,7 @@ const SECTIONS = [
   { path: "computers", label: "Computers" },
   { path: "bots", label: "Bots" },
   { path: "audit", label: "Audit log" },
+  { path: "recordings", label: "Recordings" },
   { path: "members", label: "Members" },
   { path: "api-keys", label: "API keys" },
   { path: "settings", label: "Settings" },

@@ -108,7 +108,16 @@ describe("inputsOf", () => {
     new DataView(length.buffer).setInt32(0, -(flags.length + provided.length)); // negative: extended
     const extended = bytes([6, 0, 0, 0], length, flags, provided);
     const notify = bytes([6, 0, 0, 0], [0xff, 0xff, 0xff, 0xfc], [0x08, 0, 0, 1]);
-    const records = [client(0, clientCutText("secret!")), client(10, notify), client(20, extended), end(30)];
+    // noVNC's Caps at connect: every action it supports (Provide among them), then the text size
+    // it takes, not compressed: no paste
+    const caps = bytes([6, 0, 0, 0], [0xff, 0xff, 0xff, 0xf8], [0x1f, 0, 0, 1], [0, 0x0a, 0, 0]);
+    const records = [
+      client(0, clientCutText("secret!")),
+      client(5, caps),
+      client(10, notify),
+      client(20, extended),
+      end(30),
+    ];
     expect(await inputsOf(records)).toEqual([
       { at: 0, type: "paste", length: 7 },
       { at: 20, type: "paste", length: 5 },

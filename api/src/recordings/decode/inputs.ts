@@ -1,6 +1,7 @@
 import { inflateSync, constants as zlib } from "node:zlib";
 import { RecordKind } from "@cubicle/proxy/recording";
 import { ClientMessageType } from "@cubicle/proxy/rfb";
+import { RecordingDecodeError } from "./errors.ts";
 import type { Records } from "./frame.ts";
 import { keyName, keysymText, MODIFIERS } from "./keysyms.ts";
 
@@ -23,8 +24,13 @@ const BUTTONS = [
   { type: "scroll", direction: "left" },
   { type: "scroll", direction: "right" },
 ] as const;
-/** The extended clipboard's Provide action with text: the only one that carries a paste. */
-const PROVIDE = 1 << 28;
+/**
+ * The extended clipboard's Provide action with text: the only one that carries a paste. The action
+ * is the flags' top byte; a Caps message (1 << 24) sets Provide there too, among the actions it
+ * supports, and is not compressed, so Provide must be the only action set.
+ */
+const ACTIONS = 0xff00_0000;
+const PROVIDE = 0x1000_0000;
 const TEXT_FORMAT = 1;
 
 /**
@@ -96,7 +102,8 @@ export async function inputsOf(records: Records): Promise<RecordingInput[]> {
         if (length >= 0) add({ at, type: "paste", length });
         else if (
           bytes.length >= 12 &&
-          (view.getUint32(8) & (PROVIDE | TEXT_FORMAT)) === (PROVIDE | TEXT_FORMAT)
+          (view.getUint32(8) & ACTIONS) >>> 0 === PROVIDE &&
+          (view.getUint32(8) & TEXT_FORMAT) !== 0
         ) {
           add({ at, type: "paste", length: providedTextLength(bytes.subarray(12)) });
         }
@@ -112,7 +119,12 @@ export async function inputsOf(records: Records): Promise<RecordingInput[]> {
  * the text, UTF-8 ending in NUL, for each format; text comes first.
  */
 function providedTextLength(deflated: Uint8Array): number {
-  const data = inflateSync(deflated, { finishFlush: zlib.Z_SYNC_FLUSH });
+  let data: Buffer;
+  try {
+    data = inflateSync(deflated, { finishFlush: zlib.Z_SYNC_FLUSH });
+  } catch (error) {
+    throw new RecordingDecodeError(`a clipboard message cannot be read: ${(error as Error).message}`);
+  }
   const size = data.readUInt32BE(0);
   const text = data
     .subarray(4, 4 + size)

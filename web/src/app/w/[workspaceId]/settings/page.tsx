@@ -4,6 +4,7 @@ import { useMe } from "@/auth/session.ts";
 import { WorkspaceEgressPanel } from "@/egress/workspace-egress.tsx";
 import { WithRole } from "@/members/roles.tsx";
 import { DeploymentSettingsPanel } from "@/settings/deployment-settings-panel.tsx";
+import { RecordingPolicyPanel } from "@/settings/recording-policy.tsx";
 import { SandboxHealth } from "@/settings/sandbox-health.tsx";
 import { PageHeader } from "@/ui/app-shell.tsx";
 import { useWorkspace } from "@/workspaces/queries.ts";
@@ -15,10 +16,17 @@ export default function SettingsPage() {
     <>
       <PageHeader
         title="Settings"
-        description="How this workspace's computers reach the network, how this Cubicle deployment runs computers, and who may join it."
+        description="How this workspace's computers reach the network, what of their screens is recorded, how this Cubicle deployment runs computers, and who may join it."
       />
       <div className="stack">
-        <WithRole>{(role) => <WorkspaceEgressPanel workspaceId={workspaceId} role={role} />}</WithRole>
+        <WithRole>
+          {(role) => (
+            <>
+              <WorkspaceEgressPanel workspaceId={workspaceId} role={role} />
+              <RecordingPolicyPanel workspaceId={workspaceId} role={role} />
+            </>
+          )}
+        </WithRole>
         <SandboxHealth />
         {me.data?.isDeploymentOwner ? (
           <DeploymentSettingsPanel />

@@ -1,0 +1,144 @@
+"use client";
+
+import Link from "next/link";
+import { useBots } from "@/bots/queries.ts";
+import { DownloadLink } from "@/checkpoints/download-link.tsx";
+import { useComputers } from "@/computers/queries.ts";
+import { RoleRequired, WithRole } from "@/members/roles.tsx";
+import { PageHeader } from "@/ui/app-shell.tsx";
+import { ErrorNote, Loading } from "@/ui/feedback.tsx";
+import { exactTime, formatBytes } from "@/ui/format.ts";
+import { atLeast } from "@/workspaces/queries.ts";
+import { ExportVideo } from "./export-video.tsx";
+import { contentHref, type Recording, recordingsHref, useRecording, useRecordingInputs } from "./queries.ts";
+import {
+  KIND_LABELS,
+  RecordingStatus,
+  recordingLength,
+  recordingWhere,
+  recordingWho,
+} from "./recording-facts.tsx";
+import { RecordingPlayer } from "./recording-player.tsx";
+import styles from "./recordings.module.css";
+
+/** One recording: what it is, its replay (from `startAt` ms), download and video export. Admins only. */
+export function RecordingPage({
+  workspaceId,
+  recordingId,
+  startAt,
+}: {
+  workspaceId: string;
+  recordingId: string;
+  startAt: number;
+}) {
+  return (
+    <WithRole>
+      {(role) =>
+        atLeast(role, "admin") ? (
+          <RecordingDetails workspaceId={workspaceId} recordingId={recordingId} startAt={startAt} />
+        ) : (
+          <>
+            <Back workspaceId={workspaceId} />
+            <RoleRequired role={role} minimum="admin" action="see recordings" />
+          </>
+        )
+      }
+    </WithRole>
+  );
+}
+
+function Back({ workspaceId, recording }: { workspaceId: string; recording?: Recording }) {
+  return (
+    <p className="small">
+      <Link href={recordingsHref(workspaceId, recording ? { computerId: recording.computerId } : {})}>
+        ← {recording ? "Recordings of this computer" : "All recordings"}
+      </Link>
+    </p>
+  );
+}
+
+function RecordingDetails({
+  workspaceId,
+  recordingId,
+  startAt,
+}: {
+  workspaceId: string;
+  recordingId: string;
+  startAt: number;
+}) {
+  const recording = useRecording(workspaceId, recordingId);
+  const control = recording.data?.kind === "control";
+  const inputs = useRecordingInputs(workspaceId, recordingId, control);
+  const computers = useComputers(workspaceId);
+  const bots = useBots(workspaceId, true);
+
+  if (recording.isPending)
+    return (
+      <>
+        <Back workspaceId={workspaceId} />
+        <Loading what="the recording" />
+      </>
+    );
+  if (!recording.data)
+    return (
+      <>
+        <Back workspaceId={workspaceId} />
+        <ErrorNote error={recording.error} prefix="The recording could not be loaded" />
+      </>
+    );
+  const data = recording.data;
+  const started = data.startedAt ? exactTime(data.startedAt) : "not started";
+  return (
+    <>
+      <Back workspaceId={workspaceId} recording={data} />
+      <PageHeader
+        title={`${KIND_LABELS[data.kind]} of ${recordingWhere(data, computers.data)}`}
+        description={
+          <span className={styles.facts}>
+            <span>{recordingWho(data, bots.data)}</span>
+            <span>Started {started}</span>
+            <span>{recordingLength(data)} long</span>
+            <span>{formatBytes(data.bytes)}</span>
+            <RecordingStatus recording={data} />
+          </span>
+        }
+        actions={
+          <DownloadLink
+            href={contentHref(workspaceId, data.id, true)}
+            title="Download the recording file (replays in Cubicle; audited)"
+          >
+            Download
+          </DownloadLink>
+        }
+      />
+      <div className="stack">
+        {data.status === "incomplete" ? (
+          <p className="notice warning" role="note">
+            <strong>This recording is incomplete</strong>
+            {data.incompleteReason ? `: ${data.incompleteReason}.` : "."} It plays up to where it stops.
+          </p>
+        ) : null}
+        {data.status === "recording" ? (
+          <p className="notice" role="note">
+            This recording is still being made; it plays as far as it has been stored.
+          </p>
+        ) : null}
+        <RecordingPlayer
+          workspaceId={workspaceId}
+          recording={data}
+          startAt={startAt}
+          inputs={inputs.data}
+          inputsError={inputs.error}
+        />
+        <section className="card stack" aria-labelledby="export-title">
+          <h2 id="export-title">Export</h2>
+          <p className="muted small">
+            A video (WebM) of the whole recording, for people outside Cubicle. It is made in the background;
+            the download is audited.
+          </p>
+          <ExportVideo workspaceId={workspaceId} recordingId={data.id} />
+        </section>
+      </div>
+    </>
+  );
+}
