@@ -1,5 +1,8 @@
 import { EGRESS_LEVELS } from "@cubicle/providers/contract";
+import { RECORDING_FILE_MAGIC } from "@cubicle/proxy/recording";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPendingRecording } from "../src/recordings/index.ts";
+import { recordingOf, upload } from "../src/recordings/testing/uploads.ts";
 import { createComputer } from "./support/computers.ts";
 import {
   expectStatus,
@@ -10,6 +13,7 @@ import {
 } from "./support/harness.ts";
 import { documentedRoutes, type Method, openApiDocument } from "./support/openapi.ts";
 import { freeWorkspaceSessions } from "./support/sessions.ts";
+import { until } from "./support/until.ts";
 import { buildWorld, join, type Role, type World } from "./support/world.ts";
 
 /**
@@ -375,6 +379,49 @@ function toolRow(
     },
   };
 }
+
+/** A complete recording of the computer's screen, uploaded as the proxy would upload it. */
+async function recording(): Promise<string> {
+  const id = await createPendingRecording(db(), {
+    workspaceId: w.workspaceId,
+    computerId,
+    screen: 0,
+    kind: "control",
+    controlLeaseId: unique("lease"),
+    actor: { type: "user", id: w.people.admin.userId, name: w.people.admin.email },
+  });
+  const response = await upload(t.api.url, t.api.deps.capabilities, id, recordingOf([]).bytes);
+  expect(response.status).toBe(204);
+  return id;
+}
+
+/** A video export of a fresh recording, made by an admin; `ready` waits until it can be downloaded. */
+async function recordingExport(ready: boolean): Promise<{ recordingId: string; exportId: string }> {
+  const recordingId = await recording();
+  const path = ws(`/v1/workspaces/{workspaceId}/recordings/${recordingId}/exports`);
+  const made = expectStatus(await w.people.admin.post(path, { format: "webm" }), 202).json;
+  if (ready)
+    await until("the export to be ready", async () => {
+      const status = expectStatus(await w.people.admin.get(`${path}/${made.id}`), 200).json.status;
+      if (status === "failed") throw new Error("the export failed");
+      return status === "ready" ? true : undefined;
+    });
+  return { recordingId, exportId: made.id };
+}
+
+const recordingRecord = (id: string) =>
+  db().selectFrom("recordings").select("id").where("id", "=", id).executeTakeFirst();
+
+/** Recordings: admins and owners only (their API keys too); changing what is kept needs a person. */
+const ADMINS_ONLY: Record<Caller, Outcome> = {
+  owner: 200,
+  admin: 200,
+  member: ROLE,
+  viewer: ROLE,
+  outsider: HIDDEN,
+  anonymous: UNAUTHENTICATED,
+  key: ROLE,
+};
 
 const MATRIX: Row[] = [
   // Accounts
@@ -1650,6 +1697,144 @@ const MATRIX: Row[] = [
     audit: "session.files_uploaded",
     allowed: (r) => expect(r.json).toEqual({ files: 0, bytes: 0, skipped: 0 }),
   }),
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recordings",
+    expect: ADMINS_ONLY,
+    prepare: async () => {
+      const id = await recording();
+      return { allowed: (r) => expect(r.json.items.map((item: { id: string }) => item.id)).toContain(id) };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}",
+    expect: ADMINS_ONLY,
+    prepare: async () => {
+      const id = await recording();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/recordings/${id}`),
+        allowed: (r) => expect(r.json).toMatchObject({ id, status: "complete" }),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}/content",
+    expect: ADMINS_ONLY,
+    prepare: async () => ({
+      path: ws(`/v1/workspaces/{workspaceId}/recordings/${await recording()}/content`),
+      allowed: (r) => expect(r.text.startsWith(RECORDING_FILE_MAGIC)).toBe(true),
+    }),
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}/inputs",
+    expect: ADMINS_ONLY,
+    prepare: async () => ({
+      path: ws(`/v1/workspaces/{workspaceId}/recordings/${await recording()}/inputs`),
+      allowed: (r) => expect(r.json).toEqual({ inputs: [] }),
+    }),
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}/frame",
+    expect: ADMINS_ONLY,
+    prepare: async () => ({
+      path: ws(`/v1/workspaces/{workspaceId}/recordings/${await recording()}/frame?at=0`),
+      allowed: (r) => expect(r.headers.get("content-type")).toBe("image/png"),
+    }),
+  },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}/exports",
+    expect: { ...ADMINS_ONLY, owner: 202, admin: 202 },
+    prepare: async () => {
+      const id = await recording();
+      const exports = () =>
+        db().selectFrom("recording_exports").select("id").where("recording_id", "=", id).execute();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/recordings/${id}/exports`),
+        body: { format: "webm" },
+        allowed: async (r) => expect((await exports()).map((row) => row.id)).toEqual([r.json.id]),
+        refused: async () => expect(await exports()).toEqual([]),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}/exports/{exportId}",
+    expect: ADMINS_ONLY,
+    prepare: async () => {
+      const { recordingId, exportId } = await recordingExport(false);
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/recordings/${recordingId}/exports/${exportId}`),
+        allowed: (r) => expect(r.json).toMatchObject({ id: exportId, recordingId, format: "webm" }),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}/exports/{exportId}/content",
+    expect: ADMINS_ONLY,
+    prepare: async () => {
+      const { recordingId, exportId } = await recordingExport(true);
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/recordings/${recordingId}/exports/${exportId}/content`),
+        allowed: (r) => expect(r.headers.get("content-type")).toBe("video/webm"),
+      };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/workspaces/{workspaceId}/recordings/{recordingId}",
+    expect: { ...ADMINS_ONLY, owner: 204, admin: 204, key: PERSON },
+    prepare: async () => {
+      const id = await recording();
+      return {
+        path: ws(`/v1/workspaces/{workspaceId}/recordings/${id}`),
+        allowed: async () => expect(await recordingRecord(id)).toBeUndefined(),
+        refused: async () => expect(await recordingRecord(id)).toEqual({ id }),
+      };
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/recording-policy",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => ({
+      allowed: (r) => expect(["off", "control", "control-and-sessions"]).toContain(r.json.mode),
+    }),
+  },
+  {
+    method: "PUT",
+    path: "/v1/workspaces/{workspaceId}/recording-policy",
+    expect: { ...ADMINS_ONLY, key: PERSON },
+    prepare: async () => {
+      const days = 1 + (++seq % 300);
+      const stored = async () =>
+        (
+          await db()
+            .selectFrom("workspace_recording_policies")
+            .select("retention_days")
+            .where("workspace_id", "=", w.workspaceId)
+            .executeTakeFirst()
+        )?.retention_days;
+      return {
+        body: { mode: "off", retentionDays: days, retentionBytes: null },
+        allowed: async () => expect(await stored()).toBe(days),
+        refused: async () => expect(await stored()).not.toBe(days),
+      };
+    },
+  },
 ];
 
 const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

@@ -1408,7 +1408,7 @@ export interface paths {
         };
         /**
          * The screen as it was at a moment of the recording, as a PNG
-         * @description Audited as `recording.played` with the moment.
+         * @description Audited as `recording.played` with the moment. Without `at`, the last picture.
          *
          *     Access: workspace admin or higher.
          */
@@ -7782,7 +7782,7 @@ export interface operations {
     getRecordingFrame: {
         parameters: {
             query?: {
-                /** @description Milliseconds since the recording began. */
+                /** @description Milliseconds since the recording began; the recording's end when left out. */
                 at?: number | null;
             };
             header?: never;

@@ -1,5 +1,8 @@
+import { createPendingRecording } from "../../api/src/recordings/index.ts";
+import { recordingOf, upload } from "../../api/src/recordings/testing/uploads.ts";
 import { expectStatus, type TestApi, type TestClient } from "../../api/test/support/harness.ts";
 import { createBot } from "../../api/test/support/sessions.ts";
+import { until } from "../../api/test/support/until.ts";
 import { join } from "../../api/test/support/world.ts";
 
 /** One object of every kind a route names in its path, by the path parameter that names it. */
@@ -11,7 +14,8 @@ let seq = 0;
  * Fills a workspace, through the API as its owner, with one object of each kind the routes take
  * an id of: a member, a pending invitation, an API key (owner role; `apiKey` is its secret), a
  * connector credential, a Private bot whose computer runs with a checkpoint and a held control
- * lease on screen 0, and a Team bot with an open session (`fence` to use it).
+ * lease on screen 0, a Team bot with an open session (`fence` to use it), and a recording of that
+ * control lease (uploaded as the proxy uploads one) with a video export.
  */
 export async function furnish(t: TestApi, owner: TestClient, workspaceId: string): Promise<Objects> {
   const tag = `${++seq}-${Date.now().toString(36)}`;
@@ -46,6 +50,30 @@ export async function furnish(t: TestApi, owner: TestClient, workspaceId: string
   const lease = expectStatus(await owner.post(`${computer}/screens/0/control`), 201).json;
   const teamBot = await createBot(owner, workspaceId, "team");
   const session = expectStatus(await owner.post(`${base}/bots/${teamBot.id}/sessions`), 201).json;
+  // the recording a control socket under that lease would make
+  const recordingId = await createPendingRecording(t.database.db, {
+    workspaceId,
+    computerId: privateBot.computerId,
+    screen: 0,
+    kind: "control",
+    controlLeaseId: lease.leaseId,
+    actor: { type: "user", id: owner.userId, name: owner.email },
+  });
+  const uploaded = await upload(t.api.url, t.api.deps.capabilities, recordingId, recordingOf([]).bytes);
+  if (uploaded.status !== 204) throw new Error(`the recording upload was answered ${uploaded.status}`);
+  const recordingExport = expectStatus(
+    await owner.post(`${base}/recordings/${recordingId}/exports`, { format: "webm" }),
+    202,
+  ).json;
+  // made by the time the suite looks: a sweep that sees rows change takes it for its own doing
+  await until("the recording's export to be ready", async () => {
+    const { status } = expectStatus(
+      await owner.get(`${base}/recordings/${recordingId}/exports/${recordingExport.id}`),
+      200,
+    ).json;
+    if (status === "failed") throw new Error("the recording's export failed");
+    return status === "ready" ? true : undefined;
+  });
   return {
     workspaceId,
     memberId,
@@ -62,6 +90,8 @@ export async function furnish(t: TestApi, owner: TestClient, workspaceId: string
     leaseId: lease.leaseId,
     sessionId: session.sessionId,
     fence: String(session.fence),
+    recordingId,
+    exportId: recordingExport.id,
   };
 }
 

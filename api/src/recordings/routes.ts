@@ -95,17 +95,14 @@ const frameRoute = defineRoute(ADMINS, {
   method: "get",
   path: `${RECORDINGS}/{recordingId}/frame`,
   summary: "The screen as it was at a moment of the recording, as a PNG",
-  description: "Audited as `recording.played` with the moment.",
+  description: "Audited as `recording.played` with the moment. Without `at`, the last picture.",
   tags,
   request: {
     params: RecordingParams,
     query: z.object({
-      at: z.coerce
-        .number()
-        .int()
-        .min(0)
-        .max(MAX_RECORD_AT)
-        .openapi({ description: "Milliseconds since the recording began." }),
+      at: z.coerce.number().int().min(0).max(MAX_RECORD_AT).optional().openapi({
+        description: "Milliseconds since the recording began; the recording's end when left out.",
+      }),
     }),
   },
   responses: { 200: binaryResponse("The frame", "image/png") },
@@ -244,7 +241,7 @@ export function recordingRoutes() {
     })
     .openapi(frameRoute, async (c) => {
       const recording = await recordingOf(c);
-      const { at } = c.req.valid("query");
+      const at = c.req.valid("query").at ?? Number(recording.duration_ms);
       // the decoder reads the records only as far as the moment
       const frame = await undecodable(() => frameAt(recordingRecords(readerDeps(c), recording.id), at));
       await audit(c, "recording.played", recording.id, { at });

@@ -38,8 +38,9 @@ export function AuditTable({ events, label }: { events: AuditEvent[]; label: str
 }
 
 /**
- * Where a row's screen recording is: the recording a control grant or a session made (its data
- * names it; it starts then), the moment a playback showed, or a take-over's recordings.
+ * Where a row's screen recording is: the recording a control grant or a session's recorder made
+ * (its data names it; it starts then), the moment a playback showed, or the recordings of a
+ * take-over or of a session (a session may be recorded in several, one after another).
  */
 function recordingLink(event: AuditEvent): { href: string; label: string } | null {
   const { workspaceId, data, target, action } = event;
@@ -55,6 +56,11 @@ function recordingLink(event: AuditEvent): { href: string; label: string } | nul
     return {
       href: recordingsHref(workspaceId, { controlLeaseId: data.leaseId }),
       label: "Recordings of this take-over",
+    };
+  if (action === "session.opened" && target?.type === "session")
+    return {
+      href: recordingsHref(workspaceId, { sessionId: target.id }),
+      label: "Recordings of this session",
     };
   return null;
 }
