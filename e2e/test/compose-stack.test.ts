@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { openScreenSocket } from "../../api/test/support/screen-socket.ts";
 import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
+import { until } from "../../api/test/support/until.ts";
 import { startEgressHosts } from "../../supervisor/src/testing/egress-hosts-net.ts";
 import { ComposeStack, docker, inspect, repoRoot, run, UP_TIMEOUT_MS } from "./support/compose.ts";
 
@@ -387,6 +388,63 @@ describe("the Compose stack", () => {
       const session = await sessions.opened(made.botId);
       expect(expectStatus(await sessions.read(session, "kept.txt"), 200).text).toBe("kept");
       expectStatus(await sessions.end(session, "success"), 200);
+    },
+    UP_TIMEOUT_MS,
+  );
+  it(
+    "records a bot's session in production: the api's record socket on the proxy, a complete recording, a WebM from the image's ffmpeg",
+    async () => {
+      const owner = made.owner as TestClient;
+      const base = `/v1/workspaces/${made.workspaceId}`;
+      expectStatus(
+        await owner.put(`${base}/recording-policy`, {
+          mode: "control-and-sessions",
+          retentionDays: null,
+          retentionBytes: null,
+        }),
+        200,
+      );
+      const sessions = new SessionClient({ client: owner }, made.workspaceId);
+      const session = await sessions.opened(made.botId);
+      const recording = await until(
+        "the session's recording to start",
+        async () =>
+          expectStatus(
+            await owner.get(`${base}/recordings?sessionId=${session.sessionId}`),
+            200,
+          ).json.items.find((r: { status: string }) => r.status === "recording"),
+        60_000,
+      );
+      expect((await sessions.shell(session, { command: "xterm >/dev/null 2>&1 & sleep 2" })).exit?.code).toBe(
+        0,
+      );
+      expectStatus(await sessions.end(session, "success"), 200);
+      const ended = await until(
+        "the recording to end",
+        async () => {
+          const row = expectStatus(await owner.get(`${base}/recordings/${recording.id}`), 200).json;
+          return row.status === "recording" ? undefined : row;
+        },
+        60_000,
+      );
+      expect(ended).toMatchObject({ status: "complete", width: 1280, height: 800 });
+      expect(ended.bytes).toBeGreaterThan(1_000);
+      const exports = `${base}/recordings/${recording.id}/exports`;
+      const requested = expectStatus(await owner.post(exports, { format: "webm" }), 202).json;
+      const exported = await until(
+        "the video to be made",
+        async () => {
+          const row = expectStatus(await owner.get(`${exports}/${requested.id}`), 200).json;
+          return row.status === "queued" || row.status === "running" ? undefined : row;
+        },
+        120_000,
+      );
+      expect(exported).toMatchObject({ status: "ready", error: null });
+      const video = await owner.fetch("GET", `${exports}/${requested.id}/content`);
+      expect(video.status).toBe(200);
+      expect(Buffer.from(await video.arrayBuffer()).subarray(0, 4)).toEqual(
+        Buffer.from([0x1a, 0x45, 0xdf, 0xa3]),
+      );
     },
     UP_TIMEOUT_MS,
   );
