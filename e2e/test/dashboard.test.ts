@@ -1,12 +1,9 @@
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { shellResult } from "../../api/test/support/sessions.ts";
-import { launchChromium } from "./support/browser.ts";
 import {
-  ARTIFACTS,
   canvasRegion,
   clickRemote,
   createBot,
@@ -21,45 +18,19 @@ import {
   XTERM_POINT,
   XTERM_REGION,
 } from "./support/dashboard.ts";
-import { type Stack, startStack } from "./support/stack.ts";
+import { JOURNEY_TIMEOUT_MS, setUpJourneys } from "./support/journey.ts";
 
 /**
  * The dashboard as people use it: Debian's Chromium drives the built Next.js dashboard, which talks
  * to the real api; live screens come from a real Docker computer through the real proxy. The three
  * journeys share one deployment and run in order: the admin's sets up what the others use.
  */
-const JOURNEY_TIMEOUT_MS = 600_000;
 
-let stack: Stack;
-let browser: Browser;
-let admin: { context: BrowserContext; page: Page };
 const world = { workspaceId: "", computerId: "", bots: {} as Record<string, string> };
-
-beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStack(), launchChromium()]);
-  admin = await newPage();
-}, 240_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close(world.workspaceId ? [world.workspaceId] : []);
+const journeys = setUpJourneys({
+  workspaceId: () => world.workspaceId,
+  failure: (test) => `failed-${test.split(":")[0]}`,
 });
-
-// what the admin saw when a journey failed, for whoever reads the run's output
-afterEach(async ({ task }) => {
-  if (task.result?.state === "fail")
-    await admin?.page.screenshot({
-      path: join(ARTIFACTS, `failed-${task.name.split(":")[0]}.png`),
-      fullPage: true,
-    });
-});
-
-async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ baseURL: stack.webUrl, viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(30_000);
-  return { context, page };
-}
 
 const thumb = (page: Page, index: number) => page.getByTestId(`screen-thumb-${index}`);
 
@@ -83,7 +54,7 @@ describe("dashboard on the real stack", () => {
   it(
     "admin journey: sign up → workspace → bots → live screen → control → release → checkpoint → restore → audit",
     async () => {
-      const { page } = admin;
+      const { page } = journeys.admin;
       await page.goto("/sign-in");
       await screenshotBothThemes(page, "sign-in");
       await page.goto("/sign-up");
@@ -149,7 +120,9 @@ describe("dashboard on the real stack", () => {
       );
       const copied = clipboard.getByLabel("Copied in the computer");
       await expect.poll(() => copied.inputValue(), { timeout: 20_000 }).toBe("copied-in-the-computer");
-      await admin.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.webUrl });
+      await journeys.admin.context.grantPermissions(["clipboard-read", "clipboard-write"], {
+        origin: journeys.stack.webUrl,
+      });
       await clipboard.getByRole("button", { name: "Copy", exact: true }).click();
       await clipboard.getByText("Copied to your clipboard.").waitFor();
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe("copied-in-the-computer");
@@ -255,6 +228,7 @@ describe("dashboard on the real stack", () => {
   it(
     "viewer journey: a viewer watches the live screen, has no Take control, the api refuses control; sign out and in",
     async () => {
+      const { admin } = journeys;
       await admin.page.goto(`/w/${world.workspaceId}/members`);
       await admin.page.getByLabel("Email address").fill("vic@example.test");
       await admin.page.getByLabel("Invite as").selectOption("viewer");
@@ -266,7 +240,7 @@ describe("dashboard on the real stack", () => {
         .toContain("vic@example.test");
       await screenshotBothThemes(admin.page, "members");
 
-      const viewer = await newPage();
+      const viewer = await journeys.newPerson();
       await signUp(viewer.page, { name: "Vic Viewer", email: "vic@example.test" });
       await viewer.page.waitForURL("**/workspaces/new");
       await viewer.page.goto("/invitations");
@@ -278,7 +252,7 @@ describe("dashboard on the real stack", () => {
       expect(await viewer.page.getByRole("button", { name: "Take control" }).count()).toBe(0);
 
       const screens = `/v1/workspaces/${world.workspaceId}/computers/${world.computerId}/screens/0`;
-      const asViewer = { headers: { origin: stack.webUrl } };
+      const asViewer = { headers: { origin: journeys.stack.webUrl } };
       const control = await viewer.page.request.post(`${screens}/control`, asViewer);
       expect(control.status()).toBe(403);
       expect(await control.json()).toMatchObject({ code: "ROLE_FORBIDDEN" });
@@ -305,7 +279,7 @@ describe("dashboard on the real stack", () => {
   it(
     "automation journey: an API key made in the dashboard opens a session, runs a command, writes a file; the dashboard shows both",
     async () => {
-      const { page } = admin;
+      const { page } = journeys.admin;
       await page.goto(`/w/${world.workspaceId}/api-keys`);
       await page.getByLabel("Name", { exact: true }).fill("nightly reports");
       await page.getByLabel("Role").selectOption("member");
@@ -315,7 +289,7 @@ describe("dashboard on the real stack", () => {
       await page.getByRole("button", { name: "Copy" }).first().waitFor();
       await screenshotBothThemes(page, "api-keys");
 
-      const automation = new TestClient(stack.apiUrl, []);
+      const automation = new TestClient(journeys.stack.apiUrl, []);
       const bots = expectStatus(
         await automation.get(`/v1/workspaces/${world.workspaceId}/bots`, { apiKey: key }),
         200,

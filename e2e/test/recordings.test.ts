@@ -1,12 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync, statSync } from "node:fs";
 import { RECORDING_FILE_MAGIC } from "@cubicle/proxy/recording";
-import type { Browser, Locator, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./support/browser.ts";
+import type { Locator, Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
-  ARTIFACTS,
   canvasRegion,
   clickRemote,
   createBot,
@@ -21,7 +18,7 @@ import {
   XTERM_POINT,
   XTERM_REGION,
 } from "./support/dashboard.ts";
-import { type Stack, startStack } from "./support/stack.ts";
+import { JOURNEY_TIMEOUT_MS, setUpJourneys } from "./support/journey.ts";
 
 /**
  * Recording and replay as an admin uses them, on the real stack (dashboard, api, proxy, a Docker
@@ -29,35 +26,19 @@ import { type Stack, startStack } from "./support/stack.ts";
  * its recording is complete and replays in the dashboard's player to the very picture the person
  * saw at release, seeks (from the timeline, an input row, a link's ?at=), downloads and exports.
  */
-const JOURNEY_TIMEOUT_MS = 600_000;
 const TYPED = "echo recorded-by-cubicle";
 
-let stack: Stack;
-let browser: Browser;
 let page: Page;
 let workspaceId = "";
 
-beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStack(), launchChromium()]);
-  const context = await browser.newContext({
-    baseURL: stack.webUrl,
-    viewport: { width: 1280, height: 900 },
-    acceptDownloads: true,
-  });
-  page = await context.newPage();
-  page.setDefaultTimeout(30_000);
-}, 240_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close(workspaceId ? [workspaceId] : []);
+const journeys = setUpJourneys({
+  workspaceId: () => workspaceId,
+  failure: () => "failed-recordings",
+  log: true,
+  context: { acceptDownloads: true },
 });
-
-// what the admin saw and what the services logged when the journey failed, for whoever reads the run
-afterEach(async ({ task }) => {
-  if (task.result?.state !== "fail") return;
-  await page?.screenshot({ path: join(ARTIFACTS, "failed-recordings.png"), fullPage: true });
-  if (stack) writeFileSync(join(ARTIFACTS, "failed-recordings.log"), stack.output());
+beforeAll(() => {
+  page = journeys.admin.page;
 });
 
 const player = () => page.getByTestId("recording-player");

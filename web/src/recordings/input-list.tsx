@@ -69,7 +69,7 @@ export function InputList({
   let current = -1;
   for (const [index, input] of inputs.entries()) if (input.at <= position) current = index;
   return (
-    <ol className={styles.inputs} aria-label="What the person typed and clicked">
+    <ol className="plain-list" aria-label="What the person typed and clicked">
       {inputs.map((input, index) => (
         // biome-ignore lint/suspicious/noArrayIndexKey: the list is fixed for a recording; two inputs can share a time
         <li key={index}>

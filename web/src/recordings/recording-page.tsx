@@ -1,49 +1,29 @@
 "use client";
 
 import Link from "next/link";
-import { useBots } from "@/bots/queries.ts";
 import { DownloadLink } from "@/checkpoints/download-link.tsx";
-import { useComputers } from "@/computers/queries.ts";
-import { RoleRequired, WithRole } from "@/members/roles.tsx";
 import { PageHeader } from "@/ui/app-shell.tsx";
 import { ErrorNote, Loading } from "@/ui/feedback.tsx";
-import { exactTime, formatBytes } from "@/ui/format.ts";
-import { atLeast } from "@/workspaces/queries.ts";
+import { AdminsOnly } from "./admins-only.tsx";
 import { ExportVideo } from "./export-video.tsx";
 import { contentHref, type Recording, recordingsHref, useRecording, useRecordingInputs } from "./queries.ts";
-import {
-  KIND_LABELS,
-  RecordingStatus,
-  recordingLength,
-  recordingWhere,
-  recordingWho,
-} from "./recording-facts.tsx";
+import { useRecordingFacts } from "./recording-facts.tsx";
 import { RecordingPlayer } from "./recording-player.tsx";
 import styles from "./recordings.module.css";
 
-/** One recording: what it is, its replay (from `startAt` ms), download and video export. Admins only. */
-export function RecordingPage({
-  workspaceId,
-  recordingId,
-  startAt,
-}: {
+interface RecordingPageProps {
   workspaceId: string;
   recordingId: string;
+  /** Where the replay starts, in ms from the recording's start. */
   startAt: number;
-}) {
+}
+
+/** One recording: what it is, its replay (from `startAt` ms), download and video export. Admins only. */
+export function RecordingPage(props: RecordingPageProps) {
   return (
-    <WithRole>
-      {(role) =>
-        atLeast(role, "admin") ? (
-          <RecordingDetails workspaceId={workspaceId} recordingId={recordingId} startAt={startAt} />
-        ) : (
-          <>
-            <Back workspaceId={workspaceId} />
-            <RoleRequired role={role} minimum="admin" action="see recordings" />
-          </>
-        )
-      }
-    </WithRole>
+    <AdminsOnly before={<Back workspaceId={props.workspaceId} />}>
+      <RecordingDetails {...props} />
+    </AdminsOnly>
   );
 }
 
@@ -57,20 +37,11 @@ function Back({ workspaceId, recording }: { workspaceId: string; recording?: Rec
   );
 }
 
-function RecordingDetails({
-  workspaceId,
-  recordingId,
-  startAt,
-}: {
-  workspaceId: string;
-  recordingId: string;
-  startAt: number;
-}) {
+function RecordingDetails({ workspaceId, recordingId, startAt }: RecordingPageProps) {
   const recording = useRecording(workspaceId, recordingId);
   const control = recording.data?.kind === "control";
   const inputs = useRecordingInputs(workspaceId, recordingId, control);
-  const computers = useComputers(workspaceId);
-  const bots = useBots(workspaceId, true);
+  const { factsOf } = useRecordingFacts(workspaceId);
 
   if (recording.isPending)
     return (
@@ -87,19 +58,19 @@ function RecordingDetails({
       </>
     );
   const data = recording.data;
-  const started = data.startedAt ? exactTime(data.startedAt) : "not started";
+  const facts = factsOf(data);
   return (
     <>
       <Back workspaceId={workspaceId} recording={data} />
       <PageHeader
-        title={`${KIND_LABELS[data.kind]} of ${recordingWhere(data, computers.data)}`}
+        title={`${facts.kind} of ${facts.where}`}
         description={
           <span className={styles.facts}>
-            <span>{recordingWho(data, bots.data)}</span>
-            <span>Started {started}</span>
-            <span>{recordingLength(data)} long</span>
-            <span>{formatBytes(data.bytes)}</span>
-            <RecordingStatus recording={data} />
+            <span>{facts.who}</span>
+            <span>Started {facts.started}</span>
+            <span>{facts.length} long</span>
+            <span>{facts.size}</span>
+            {facts.status}
           </span>
         }
         actions={

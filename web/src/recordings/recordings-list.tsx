@@ -1,21 +1,12 @@
 "use client";
 
 import Link from "next/link";
-import { useBots } from "@/bots/queries.ts";
-import { computerName, useComputers } from "@/computers/queries.ts";
-import { RoleRequired, WithRole } from "@/members/roles.tsx";
+import { computerName } from "@/computers/queries.ts";
 import { Busy, EmptyState, ErrorNote, Loading } from "@/ui/feedback.tsx";
-import { exactTime, formatBytes } from "@/ui/format.ts";
 import { Time } from "@/ui/time.tsx";
-import { atLeast } from "@/workspaces/queries.ts";
+import { AdminsOnly } from "./admins-only.tsx";
 import { playerHref, type RecordingFilter, recordingsHref, useRecordings } from "./queries.ts";
-import {
-  KIND_LABELS,
-  RecordingStatus,
-  recordingLength,
-  recordingWhere,
-  recordingWho,
-} from "./recording-facts.tsx";
+import { useRecordingFacts } from "./recording-facts.tsx";
 
 /**
  * The workspace's recordings, newest first, or those of one computer, session or control. Only
@@ -23,25 +14,18 @@ import {
  */
 export function RecordingsList({ workspaceId, filter }: { workspaceId: string; filter: RecordingFilter }) {
   return (
-    <WithRole>
-      {(role) =>
-        atLeast(role, "admin") ? (
-          <List workspaceId={workspaceId} filter={filter} />
-        ) : (
-          <RoleRequired role={role} minimum="admin" action="see recordings" />
-        )
-      }
-    </WithRole>
+    <AdminsOnly>
+      <List workspaceId={workspaceId} filter={filter} />
+    </AdminsOnly>
   );
 }
 
 function List({ workspaceId, filter }: { workspaceId: string; filter: RecordingFilter }) {
   const recordings = useRecordings(workspaceId, filter);
-  const computers = useComputers(workspaceId);
-  const bots = useBots(workspaceId, true);
+  const { computers, factsOf } = useRecordingFacts(workspaceId);
   const items = recordings.data?.pages.flatMap((page) => page.items) ?? [];
   const narrowed = Object.values(filter).some(Boolean);
-  const computer = computers.data?.find((one) => one.id === filter.computerId);
+  const computer = computers?.find((one) => one.id === filter.computerId);
   return (
     <div className="stack">
       {narrowed ? (
@@ -87,28 +71,26 @@ function List({ workspaceId, filter }: { workspaceId: string; filter: RecordingF
             </thead>
             <tbody>
               {items.map((recording) => {
-                const started = recording.startedAt ? exactTime(recording.startedAt) : "not started";
+                const facts = factsOf(recording);
                 return (
                   <tr key={recording.id}>
                     <td>
                       <Link
                         href={playerHref(workspaceId, recording.id)}
-                        aria-label={`Play the recording of ${started}`}
+                        aria-label={`Play the recording of ${facts.started}`}
                       >
-                        {started}
+                        {facts.started}
                       </Link>
                       <div className="small muted">
                         <Time iso={recording.startedAt} />
                       </div>
                     </td>
-                    <td>{KIND_LABELS[recording.kind]}</td>
-                    <td>{recordingWho(recording, bots.data)}</td>
-                    <td>{recordingWhere(recording, computers.data)}</td>
-                    <td>{recordingLength(recording)}</td>
-                    <td>{formatBytes(recording.bytes)}</td>
-                    <td>
-                      <RecordingStatus recording={recording} />
-                    </td>
+                    <td>{facts.kind}</td>
+                    <td>{facts.who}</td>
+                    <td>{facts.where}</td>
+                    <td>{facts.length}</td>
+                    <td>{facts.size}</td>
+                    <td>{facts.status}</td>
                   </tr>
                 );
               })}
