@@ -94,19 +94,19 @@ for (const stack of STACKS) {
     });
 
     it("shows non-uniform pixels that change when the desktop changes", { timeout: 120_000 }, async () => {
-      const world = await buildWorld(t, stack.name);
-      const computer = await createComputer(t, world.workspaceId);
-      const { provider, ref } = await machineFor(t, computer);
-      destroy = () => provider.destroy(ref);
-      const path = `/v1/workspaces/${world.workspaceId}/computers/${computer.id}/screens/${stack.screen}/capabilities`;
-      const capability = expectStatus(await world.people.viewer.post(path, { mode: "view" }), 201).json;
-
-      expect(capability.url).toBe(`ws://127.0.0.1:${proxy.port}/screen`);
+      // The page first, while nothing else loads the machine: on a busy host, a Docker computer
+      // booting beside it kept its module graph from loading within the wait (seen twice in runs).
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
       const requested: string[] = [];
       page.on("request", (request) => requested.push(request.url()));
       const pageErrors: string[] = [];
       page.on("pageerror", (error) => pageErrors.push(error.message));
+      page.on("requestfailed", (request) =>
+        pageErrors.push(`${request.url()} failed: ${request.failure()?.errorText ?? "?"}`),
+      );
+      page.on("console", (message) => {
+        if (message.type() === "error") pageErrors.push(message.text());
+      });
       await page.goto(`${novnc.origin}/`);
       // the page's module (noVNC and its imports) may still be loading when "load" has fired
       await page
@@ -116,6 +116,15 @@ for (const stack of STACKS) {
         .catch((error: Error) => {
           throw new Error(`the noVNC page did not start: ${pageErrors.join("; ") || error.message}`);
         });
+
+      const world = await buildWorld(t, stack.name);
+      const computer = await createComputer(t, world.workspaceId);
+      const { provider, ref } = await machineFor(t, computer);
+      destroy = () => provider.destroy(ref);
+      const path = `/v1/workspaces/${world.workspaceId}/computers/${computer.id}/screens/${stack.screen}/capabilities`;
+      const capability = expectStatus(await world.people.viewer.post(path, { mode: "view" }), 201).json;
+
+      expect(capability.url).toBe(`ws://127.0.0.1:${proxy.port}/screen`);
       await page.evaluate(
         ({ url, protocol, token }) =>
           (window as unknown as { openScreen: (...args: unknown[]) => void }).openScreen(

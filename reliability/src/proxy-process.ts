@@ -23,7 +23,11 @@ export interface ProxyProcess {
   /** Collects garbage in the proxy, then weighs it. */
   memory(): Promise<ProxyMemory>;
   /** The proxy's /health body (its open socket counts). */
-  health(): Promise<{ ok: boolean; sockets: { view: number; control: number }; accessChanges: string }>;
+  health(): Promise<{
+    ok: boolean;
+    sockets: { view: number; control: number; record: number };
+    accessChanges: string;
+  }>;
   /** How many sockets the proxy has refused, by the reason it counted (outside, all are a bare 404). */
   refusals(): Promise<Map<string, number>>;
   output(): string;

@@ -88,7 +88,7 @@ it("kill the proxy with open control sockets: leases unaffected; sockets reconne
   const spent = { control: await mint(member, "control"), view: await mint(viewer, "view") };
   const control = await watch(spent.control);
   const view = await watch(spent.view);
-  expect((await proxy.health()).sockets).toEqual({ view: 1, control: 1 });
+  expect((await proxy.health()).sockets).toEqual({ view: 1, control: 1, record: 0 });
   const holderBefore = expectStatus(await viewer.get(`${screenPath()}/control`), 200).json;
   const before = await snapshotRows(t.database.db);
 
@@ -119,7 +119,7 @@ it("kill the proxy with open control sockets: leases unaffected; sockets reconne
       );
   }
   const reopened = [await watch(await mint(member, "control")), await watch(await mint(viewer, "view"))];
-  expect((await proxy.health()).sockets).toEqual({ view: 1, control: 1 });
+  expect((await proxy.health()).sockets).toEqual({ view: 1, control: 1, record: 0 });
 
   // the same lease still holds the screen, with the same fence, and nothing recorded its end
   const holderNow = expectStatus(await viewer.get(`${screenPath()}/control`), 200).json;

@@ -30,6 +30,9 @@ describe("the supervisor's DATA_DIR, when it runs in a container", () => {
   it("finds its own container from the hostname file Docker mounts, and nothing on a host", () => {
     expect(ownContainerId(IN_A_CONTAINER)).toBe(ID);
     expect(ownContainerId("22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n")).toBeNull();
+    // another container's hostname file, seen from the host at some other mount point
+    const elsewhere = `700 22 8:1 /var/lib/docker/containers/${ID}/hostname /run/netns/x/hostname rw - ext4 /dev/sda1 rw\n`;
+    expect(ownContainerId(elsewhere)).toBeNull();
   });
 
   it("accepts the host folder mounted at the same path, or a bind volume of it", async () => {

@@ -6,10 +6,13 @@ import { dockerFailure } from "./errors.ts";
 
 /**
  * The id of the container this process runs in, or null on a host. Docker bind-mounts each
- * container's own `…/containers/<id>/hostname` file, which names it whatever the hostname was set to.
+ * container's own `…/containers/<id>/hostname` file at `/etc/hostname`, which names it whatever the
+ * hostname was set to. Only that mount point counts: a host's table may briefly show another
+ * container's hostname file mounted elsewhere (seen while tests made network namespaces), which
+ * must not make a supervisor on the host believe it runs in that container.
  */
 export function ownContainerId(mountinfo: string): string | null {
-  return /\/containers\/([0-9a-f]{64})\/hostname\s/.exec(mountinfo)?.[1] ?? null;
+  return /\/containers\/([0-9a-f]{64})\/hostname \/etc\/hostname\s/.exec(mountinfo)?.[1] ?? null;
 }
 
 /**
