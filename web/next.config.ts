@@ -10,8 +10,22 @@ const config: NextConfig = {
   compress: false,
   poweredByHeader: false,
   reactStrictMode: true,
-  // The recording player reads recordings with the proxy's own format module (TypeScript source).
-  transpilePackages: ["@cubicle/proxy"],
+  // TypeScript sources bundled into the dashboard: the recording format its player reads (proxy), and
+  // the screen element its embed page serves (viewer).
+  transpilePackages: ["@cubicle/proxy", "@cubicle/viewer"],
+  async headers() {
+    return [
+      {
+        // A framed dashboard could be clickjacked into taking over a screen. Only the embed page may be
+        // framed, by its workspace's embed origins: src/proxy.ts gives it its own frame-ancestors.
+        source: "/((?!embed/).*)",
+        headers: [
+          { key: "X-Frame-Options", value: "DENY" },
+          { key: "Content-Security-Policy", value: "frame-ancestors 'none'" },
+        ],
+      },
+    ];
+  },
 };
 
 export default config;

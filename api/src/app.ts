@@ -12,6 +12,7 @@ import { credentialRoutes } from "./credentials/routes.ts";
 import { deploymentRoutes } from "./deployment/routes.ts";
 import { doctorRoutes } from "./doctor/routes.ts";
 import { egressRoutes } from "./egress/routes.ts";
+import { embeddingRoutes } from "./embedding/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { accessLog } from "./http/access-log.ts";
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps) {
   app.route("/", botRoutes());
   app.route("/", computerRoutes());
   app.route("/", egressRoutes());
+  app.route("/", embeddingRoutes());
   app.route("/", computerToolRoutes());
   app.route("/", checkpointRoutes());
   app.route("/", screenRoutes());

@@ -187,8 +187,9 @@ const freeScreen = (index: number) =>
 /** A fresh lease of the screen: the caller's own when they may hold one, else the owner's. */
 async function heldBy(caller: Caller, index: number) {
   await freeScreen(index);
-  const holder = caller === "owner" || caller === "admin" || caller === "member" ? caller : "owner";
-  return expectStatus(await w.people[holder].post(screen(index, "/control")), 201).json as {
+  const holder =
+    caller === "owner" || caller === "admin" || caller === "member" || caller === "key" ? caller : "owner";
+  return expectStatus(await send(holder, "POST", screen(index, "/control")), 201).json as {
     leaseId: string;
     expiresAt: string;
   };
@@ -1419,7 +1420,7 @@ const MATRIX: Row[] = [
       viewer: ROLE,
       outsider: HIDDEN,
       anonymous: UNAUTHENTICATED,
-      key: PERSON,
+      key: 201,
     },
     prepare: async (caller) => {
       await freeScreen(1);
@@ -1427,10 +1428,11 @@ const MATRIX: Row[] = [
         path: screen(1, "/control"),
         allowed: async (r) => {
           expect(r.json).toMatchObject({ screen: 1 });
-          expect(await liveLease(1)).toMatchObject({
-            id: r.json.leaseId,
-            holder_user_id: w.people[caller as Role].userId,
-          });
+          expect(await liveLease(1)).toMatchObject(
+            caller === "key"
+              ? { id: r.json.leaseId, holder_type: "api_key" }
+              : { id: r.json.leaseId, holder_type: "user", holder_id: w.people[caller as Role].userId },
+          );
         },
         refused: async () => expect(await liveLease(1)).toBeUndefined(),
       };
@@ -1452,7 +1454,8 @@ const MATRIX: Row[] = [
       const { leaseId } = await heldBy("owner", 2);
       return {
         path: screen(2, "/control"),
-        allowed: (r) => expect(r.json).toMatchObject({ leaseId, holder: { id: w.people.owner.userId } }),
+        allowed: (r) =>
+          expect(r.json).toMatchObject({ leaseId, holder: { type: "user", id: w.people.owner.userId } }),
       };
     },
   },
@@ -1466,7 +1469,7 @@ const MATRIX: Row[] = [
       viewer: ROLE,
       outsider: HIDDEN,
       anonymous: UNAUTHENTICATED,
-      key: PERSON,
+      key: 200,
     },
     prepare: async (caller) => {
       const { leaseId } = await heldBy(caller, 3);
@@ -1495,7 +1498,7 @@ const MATRIX: Row[] = [
       viewer: ROLE,
       outsider: HIDDEN,
       anonymous: UNAUTHENTICATED,
-      key: PERSON,
+      key: 204,
     },
     prepare: async (caller) => {
       const { leaseId } = await heldBy(caller, 4);
@@ -1832,6 +1835,43 @@ const MATRIX: Row[] = [
         body: { mode: "off", retentionDays: days, retentionBytes: null },
         allowed: async () => expect(await stored()).toBe(days),
         refused: async () => expect(await stored()).not.toBe(days),
+      };
+    },
+  },
+
+  // Embedding
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspaceId}/embed-origins",
+    expect: {
+      owner: 200,
+      admin: 200,
+      member: 200,
+      viewer: 200,
+      outsider: HIDDEN,
+      anonymous: UNAUTHENTICATED,
+      key: 200,
+    },
+    prepare: async () => ({ allowed: (r) => expect(r.json).toMatchObject({ origins: expect.any(Array) }) }),
+  },
+  {
+    method: "PUT",
+    path: "/v1/workspaces/{workspaceId}/embed-origins",
+    expect: { ...ADMINS_ONLY, key: PERSON },
+    prepare: async () => {
+      const origin = `https://${unique("embedder")}.example.com`;
+      const stored = async () =>
+        (
+          await db()
+            .selectFrom("workspace_embed_origins")
+            .select("origins")
+            .where("workspace_id", "=", w.workspaceId)
+            .executeTakeFirst()
+        )?.origins ?? [];
+      return {
+        body: { origins: [origin] },
+        allowed: async () => expect(await stored()).toEqual([origin]),
+        refused: async () => expect(await stored()).not.toContain(origin),
       };
     },
   },

@@ -61,7 +61,7 @@ afterAll(async () => {
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
+    if (Date.now() > deadline) throw new Error(`condition not met in time: ${condition.toString()}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
@@ -444,6 +444,98 @@ describe("the screen proxy", () => {
       return row.last_activity_at !== null && new Date(row.last_activity_at).getTime() > longAgo.getTime();
     });
     screen.ws.close();
+  });
+
+  describe("for pages of other sites (embedding)", () => {
+    const EMBEDDER = "http://127.0.0.1:4100";
+    const OTHER = "http://127.0.0.1:4200";
+    const setOrigins = async (origins: string[]) =>
+      expectStatus(
+        await world.people.admin.put(`/v1/workspaces/${world.workspaceId}/embed-origins`, { origins }),
+        200,
+      );
+    const mintFor = async (origin?: string) =>
+      expectStatus(
+        await world.people.member.post(`${screenPath()}/capabilities`, { mode: "view", origin }),
+        201,
+      ).json.token as string;
+
+    it("opens for a listed embed origin, refuses others, and closes a socket whose origin is dropped", async () => {
+      await setOrigins([EMBEDDER]);
+      const before = await refusals("origin");
+      expect(await refusedStatus(proxy.url, ["cubicle.screen.v1", await mintFor()], OTHER)).toBe(404);
+      expect(await refusals("origin")).toBe(before + 1);
+      const embedded = await openScreenSocket(proxy.url, await mintFor(), { origin: EMBEDDER });
+      const dashboard = await openScreenSocket(proxy.url, await mintFor(), { origin: TRUSTED_ORIGIN });
+      const dropped = Date.now();
+      await setOrigins([]);
+      expect(await embedded.closed).toBe(4004);
+      expect(Date.now() - dropped).toBeLessThan(1_500);
+      await expectStillLive([dashboard]);
+    });
+
+    it("opens a capability bound to an origin only from that origin's pages", async () => {
+      await setOrigins([EMBEDDER, OTHER]);
+      const before = await refusals("origin");
+      expect(await refusedStatus(proxy.url, ["cubicle.screen.v1", await mintFor(EMBEDDER)], OTHER)).toBe(404);
+      expect(await refusedStatus(proxy.url, ["cubicle.screen.v1", await mintFor(EMBEDDER)])).toBe(404);
+      expect(
+        await refusedStatus(proxy.url, ["cubicle.screen.v1", await mintFor(EMBEDDER)], TRUSTED_ORIGIN),
+      ).toBe(404);
+      expect(await refusals("origin")).toBe(before + 3);
+      const bound = await openScreenSocket(proxy.url, await mintFor(EMBEDDER), { origin: EMBEDDER });
+      await expectStillLive([bound]);
+      await setOrigins([]);
+    });
+
+    it("tells a viewer that asked for status who controls the screen, and a control socket its lease", async () => {
+      const view = await openScreenSocket(proxy.url, await mintFor(), { status: true });
+      const plain = await openScreenSocket(proxy.url, await mintFor());
+      await until(() => view.statuses.length === 1);
+      expect(view.statuses).toEqual([{ type: "controlled", controlled: false }]);
+
+      // an API key takes control for the page it embeds the screen in, and mints under its lease
+      const keyText = expectStatus(
+        await world.people.owner.post(`/v1/workspaces/${world.workspaceId}/api-keys`, {
+          name: "embedder",
+          role: "member",
+        }),
+        201,
+      ).json.key as string;
+      const backend = t.client();
+      const lease = expectStatus(
+        await backend.post(`${screenPath()}/control`, undefined, { apiKey: keyText }),
+        201,
+      ).json;
+      await until(() => view.statuses.length === 2);
+      expect(view.statuses[1]).toEqual({ type: "controlled", controlled: true });
+      const minted = expectStatus(
+        await backend.post(`${screenPath()}/capabilities`, { mode: "control" }, { apiKey: keyText }),
+        201,
+      ).json;
+      const control = await openScreenSocket(proxy.url, minted.token, { status: true });
+      await until(() => control.statuses.length === 1);
+      expect(control.statuses).toEqual([{ type: "lease", expiresAt: lease.expiresAt }]);
+      const renewed = expectStatus(
+        await backend.post(`${screenPath()}/control/${lease.leaseId}/renew`, undefined, { apiKey: keyText }),
+        200,
+      ).json;
+      await until(() => control.statuses.length === 2);
+      expect(control.statuses[1]).toEqual({ type: "lease", expiresAt: renewed.expiresAt });
+
+      const released = Date.now();
+      expectStatus(
+        await backend.delete(`${screenPath()}/control/${lease.leaseId}`, { apiKey: keyText }),
+        204,
+      );
+      expect(await control.closed).toBe(4001);
+      expect(Date.now() - released).toBeLessThan(1_000);
+      await until(() => view.statuses.length === 3);
+      expect(view.statuses[2]).toEqual({ type: "controlled", controlled: false });
+      // a plain RFB client never gets a text frame
+      expect(plain.captured.frames.every((frame) => !frame.toString().startsWith('{"type"'))).toBe(true);
+      await expectStillLive([view, plain]);
+    });
   });
 
   it("reports health and metrics: open sockets by mode, bytes each way, refusals by reason", async () => {

@@ -186,16 +186,36 @@ describe("view capabilities", () => {
 });
 
 describe("control", () => {
-  it("cannot be minted without the screen's lease; viewers and API keys never", async () => {
+  it("cannot be minted without the screen's lease; viewers and viewer keys never", async () => {
     problem(await mint(w.people.member, 0, "control"), 409, "CONTROL_NOT_HELD");
     problem(await mint(w.people.viewer, 0, "control"), 403, "ROLE_FORBIDDEN");
-    problem(await mint(t.client(), 0, "control", { apiKey: memberKey }), 403, "PERSON_REQUIRED");
+    problem(await mint(t.client(), 0, "control", { apiKey: memberKey }), 409, "CONTROL_NOT_HELD");
+    problem(await mint(t.client(), 0, "control", { apiKey: viewerKey }), 403, "ROLE_FORBIDDEN");
     problem(await take(w.people.viewer, 0), 403, "ROLE_FORBIDDEN");
     problem(
-      await t.client().post(screenPath(0, "/control"), undefined, { apiKey: memberKey }),
+      await t.client().post(screenPath(0, "/control"), undefined, { apiKey: viewerKey }),
       403,
-      "PERSON_REQUIRED",
+      "ROLE_FORBIDDEN",
     );
+  });
+
+  it("may be held by an API key (an embedding app's backend), which mints control under it", async () => {
+    const key = t.client();
+    const opts = { apiKey: memberKey };
+    const granted = expectStatus(await key.post(screenPath(4, "/control"), undefined, opts), 201).json;
+    const current = expectStatus(await w.people.viewer.get(screenPath(4, "/control")), 200).json;
+    expect(current.holder).toMatchObject({ type: "api_key", name: expect.any(String) });
+    // a person is told which key holds it; the key's own mint works, a person's does not
+    expect(problem(await take(w.people.admin, 4), 409, "CONTROL_HELD").detail).toContain("API key");
+    problem(await mint(w.people.admin, 4, "control"), 409, "CONTROL_NOT_HELD");
+    const minted = expectStatus(await mint(key, 4, "control", opts), 201).json;
+    const verified = await verifyCapability(keyring, minted.token, acceptAll);
+    expect(verified).toMatchObject({ mode: "control", controlLeaseId: granted.leaseId });
+    expect(verified.subject).toMatch(/^api_key:/);
+    expectStatus(await key.post(screenPath(4, `/control/${granted.leaseId}/renew`), undefined, opts), 200);
+    expectStatus(await key.delete(screenPath(4, `/control/${granted.leaseId}`), opts), 204);
+    const [released] = await audits("screen.control_released", granted.leaseId);
+    expect(released?.data).toMatchObject({ holder: { type: "api_key", id: verified.subject.slice(8) } });
   });
 
   it("is taken, minted, renewed and released by its holder, every step audited", async () => {
@@ -218,7 +238,7 @@ describe("control", () => {
     const current = expectStatus(await w.people.viewer.get(screenPath(1, "/control")), 200).json;
     expect(current).toEqual({
       leaseId,
-      holder: { id: member.userId, name: expect.any(String) },
+      holder: { type: "user", id: member.userId, name: expect.any(String) },
       expiresAt: granted.expiresAt,
     });
     expectStatus(await t.client().get(screenPath(1, "/control"), { apiKey: viewerKey }), 200);
@@ -265,7 +285,7 @@ describe("control", () => {
 
     const trail = async (action: string) =>
       (await audits(action, leaseId)).map((row) => [row.actor_id, row.data]);
-    const facts = { leaseId, fence: granted.fence, screen: 1, holderUserId: member.userId };
+    const facts = { leaseId, fence: granted.fence, screen: 1, holder: { type: "user", id: member.userId } };
     expect(await trail("screen.control_granted")).toEqual([
       [member.userId, { ...facts, expiresAt: granted.expiresAt }],
     ]);
@@ -290,7 +310,12 @@ describe("control", () => {
     const [revoked] = await audits("screen.control_revoked", lease.leaseId);
     expect(revoked).toMatchObject({
       actor_id: w.people.admin.userId,
-      data: { leaseId: lease.leaseId, fence: lease.fence, screen: 2, holderUserId: w.people.owner.userId },
+      data: {
+        leaseId: lease.leaseId,
+        fence: lease.fence,
+        screen: 2,
+        holder: { type: "user", id: w.people.owner.userId },
+      },
     });
   });
 
@@ -398,13 +423,14 @@ describe("the proxy's internal routes", () => {
         { subject: "nonsense", workspaceId: w.workspaceId },
       ]),
     ).toEqual([["view", "control"], ["view"], [], [], [], []]);
-    // a key may view, never control; revoked, it may do neither, and the change is announced
+    // a member key may view and control (under a lease it takes); revoked, it may do neither, and
+    // the change is announced
     const created = expectStatus(
       await w.people.member.post(`/v1/workspaces/${w.workspaceId}/api-keys`, { name: "k", role: "member" }),
       201,
     ).json;
     const subject = { subject: `api_key:${created.id}`, workspaceId: w.workspaceId };
-    expect(await ask([subject])).toEqual([["view"]]);
+    expect(await ask([subject])).toEqual([["view", "control"]]);
     expectStatus(await w.people.member.delete(`/v1/workspaces/${w.workspaceId}/api-keys/${created.id}`), 204);
     expect(await events.next("changed")).toEqual({ workspaceId: w.workspaceId });
     expect(await ask([subject])).toEqual([[]]);

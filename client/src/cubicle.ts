@@ -2,6 +2,12 @@ import createClient, { type Client } from "openapi-fetch";
 import { type WorkspaceEvent, type WorkspaceEventsOptions, workspaceEvents } from "./events.ts";
 import { errorOf, localError } from "./problem.ts";
 import type { components, paths } from "./schema";
+import {
+  type CapabilityOptions,
+  ControlLease,
+  mintScreenCapability,
+  type ScreenCapability,
+} from "./screens.ts";
 import { Session, type SessionOptions } from "./session.ts";
 import { type Send, type TransportOptions, transport } from "./transport.ts";
 
@@ -134,6 +140,19 @@ export class Cubicle {
         },
       ),
     );
+  }
+
+  /** A single-use capability to open a computer's screen through the proxy (see screens.ts). */
+  async screenCapability(
+    computerId: string,
+    { screen = 0, ...options }: CapabilityOptions & { screen?: number } = {},
+  ): Promise<ScreenCapability> {
+    return mintScreenCapability(this, { workspaceId: await this.workspaceId(), computerId, screen }, options);
+  }
+
+  /** Takes control of a computer's screen, to drive it or to let a page drive it. */
+  async takeControl(computerId: string, screen = 0): Promise<ControlLease> {
+    return ControlLease.take(this, { workspaceId: await this.workspaceId(), computerId, screen });
   }
 
   /** The workspace's audit trail, newest first (admins and owners). */

@@ -15,11 +15,18 @@ export type { WorkspaceEvent, WorkspaceEventsOptions } from "./events.ts";
 export { ComputerBusyError, CubicleError, type Problem, type SessionHolder } from "./problem.ts";
 export type { components, operations, paths } from "./schema";
 export {
+  type CapabilityOptions,
+  ControlLease,
+  type ControlLeaseRecord,
+  mintScreenCapability,
+  type ScreenCapability,
+  type ScreenRef,
+} from "./screens.ts";
+export {
   type ActResult,
   type FileBody,
   type FileList,
   type Observation,
-  type ScreenCapability,
   Session,
   type SessionOptions,
   type SessionRecord,

@@ -749,6 +749,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/embed-origins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which other web origins may show this workspace's live screens
+         * @description Access: workspace viewer or higher.
+         */
+        get: operations["getEmbedOrigins"];
+        /**
+         * Set which other web origins may show this workspace's live screens
+         * @description Replaces the list. Sockets already open from an origin no longer listed are closed within a second.
+         *
+         *     Access: workspace admin or higher, signed in as a person.
+         */
+        put: operations["setEmbedOrigins"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspaceId}/computers/{computerId}/shell": {
         parameters: {
             query?: never;
@@ -930,7 +956,7 @@ export interface paths {
         put?: never;
         /**
          * Get a capability to open one screen through the screen proxy
-         * @description Any member or API key may watch (`view`: input is dropped by the proxy). `control` needs a person of role member or higher who holds this screen's control lease.
+         * @description Any member or API key may watch (`view`: input is dropped by the proxy). `control` needs a person or API key of role member or higher that holds this screen's control lease.
          *
          *     Access: workspace viewer or higher.
          */
@@ -956,9 +982,9 @@ export interface paths {
         put?: never;
         /**
          * Take control of a screen
-         * @description One holder per screen; the lease expires unless renewed. Taking it again while holding it returns the current lease. Viewers of the screen are unaffected.
+         * @description One holder per screen; the lease expires unless renewed. Taking it again while holding it returns the current lease. Viewers of the screen are unaffected. A person takes it to drive the screen from the dashboard; an API key takes it for a page it embeds the screen in, then mints a `control` capability for that page.
          *
-         *     Access: workspace member or higher, signed in as a person.
+         *     Access: workspace member or higher.
          */
         post: operations["takeScreenControl"];
         delete?: never;
@@ -978,7 +1004,7 @@ export interface paths {
         put?: never;
         /**
          * Renew one's control lease
-         * @description Access: workspace member or higher, signed in as a person.
+         * @description Access: workspace member or higher.
          */
         post: operations["renewScreenControl"];
         delete?: never;
@@ -1001,7 +1027,7 @@ export interface paths {
          * Release control (the holder), or revoke it (an admin or owner)
          * @description Names the lease, so a late release never ends a newer lease of the same screen.
          *
-         *     Access: workspace member or higher, signed in as a person.
+         *     Access: workspace member or higher.
          */
         delete: operations["releaseScreenControl"];
         options?: never;
@@ -1912,13 +1938,15 @@ export interface components {
                 };
                 sessionId: string | null;
             }[];
-            /** @description Screens a person controls. */
+            /** @description Screens someone controls: a person, or an API key for a page that embeds the screen. */
             control: {
                 index: number;
                 leaseId: string;
                 holder: {
                     id: string;
                     name: string;
+                    /** @enum {string} */
+                    type: "user" | "api_key";
                 };
                 /** Format: date-time */
                 expiresAt: string;
@@ -1980,6 +2008,10 @@ export interface components {
             allowlistLimits: components["schemas"]["EgressAllowlistLimits"];
             /** @description Connections its policy refused, as far as Cubicle has read. */
             refusedTotal: number;
+        };
+        EmbedOrigins: {
+            /** @description Web origins whose pages may open this workspace's screens (through the proxy) and frame its embed page, besides the dashboard's own. Bare origins, at most 20. */
+            origins: string[];
         };
         ShellEvent: {
             /** @enum {string} */
@@ -2066,6 +2098,11 @@ export interface components {
         ScreenCapabilityRequest: {
             /** @enum {string} */
             mode: "view" | "control";
+            /**
+             * @description Bind the capability to one web origin: the proxy opens it only for a page of that origin. It must be one of the workspace's embed origins. Mint for the page that will use it.
+             * @example https://tools.example.com
+             */
+            origin?: string;
         };
         ControlLease: {
             leaseId: string;
@@ -2077,6 +2114,8 @@ export interface components {
         ScreenController: {
             leaseId: string;
             holder: {
+                /** @enum {string} */
+                type: "user" | "api_key";
                 id: string;
                 name: string;
             };
@@ -5136,6 +5175,126 @@ export interface operations {
             };
         };
     };
+    getEmbedOrigins: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmbedOrigins"];
+                };
+            };
+            /** @description The request is not valid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid session or API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The caller's role does not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to the caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setEmbedOrigins: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmbedOrigins"];
+            };
+        };
+        responses: {
+            /** @description Set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmbedOrigins"];
+                };
+            };
+            /** @description The request is not valid. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid session or API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The caller's role does not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to the caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     runComputerShell: {
         parameters: {
             query?: never;
@@ -5953,6 +6112,15 @@ export interface operations {
             };
             /** @description Control is not held by the caller, or the computer is not running */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The origin is not one of the workspace's embed origins (ORIGIN_NOT_LISTED) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,7 @@
 import type { DesktopAction } from "./actions.ts";
 import { type Bot, type Cubicle, must, type Schemas, succeeded } from "./cubicle.ts";
 import { CubicleError, errorOf, localError } from "./problem.ts";
+import { mintScreenCapability, type ScreenCapability } from "./screens.ts";
 import {
   ABORTED_EXIT,
   collect,
@@ -13,7 +14,6 @@ import {
 export type SessionRecord = Schemas["Session"];
 export type FileList = Schemas["FileList"];
 export type ActResult = Schemas["ActResult"];
-export type ScreenCapability = Schemas["ScreenCapability"];
 export type Upload = Schemas["Upload"];
 
 export interface SessionOptions {
@@ -281,20 +281,12 @@ export class Session {
   /**
    * A single-use capability to watch the session's screen through the screen proxy: open a
    * WebSocket to `url` offering the subprotocols `protocol` and `token` (the token never goes in a
-   * URL). `control` needs a person who holds the screen's control lease.
+   * URL). `control` needs the caller to hold the screen's control lease.
    */
   async screenUrl(mode: "view" | "control" = "view"): Promise<ScreenCapability> {
     if (this.screen === null) throw localError(409, "NO_SCREEN", "This session has no screen leased.");
-    const path = { workspaceId: this.workspaceId, computerId: this.computerId, index: String(this.screen) };
-    return must(
-      this.cubicle.api.POST(
-        "/v1/workspaces/{workspaceId}/computers/{computerId}/screens/{index}/capabilities",
-        {
-          params: { path },
-          body: { mode },
-        },
-      ),
-    );
+    const ref = { workspaceId: this.workspaceId, computerId: this.computerId, screen: this.screen };
+    return mintScreenCapability(this.cubicle, ref, { mode });
   }
 
   private params() {

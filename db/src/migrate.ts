@@ -9,6 +9,7 @@ import * as egressPolicy from "./migrations/0007_egress_policy.ts";
 import * as eventPositions from "./migrations/0008_event_positions.ts";
 import * as eventEpochs from "./migrations/0009_event_epochs.ts";
 import * as recordings from "./migrations/0010_recordings.ts";
+import * as embedding from "./migrations/0011_embedding.ts";
 
 /** Every migration in order. Names are permanent: never rename or edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -22,6 +23,7 @@ export const migrations: Record<string, Migration> = {
   "0008_event_positions": eventPositions,
   "0009_event_epochs": eventEpochs,
   "0010_recordings": recordings,
+  "0011_embedding": embedding,
 };
 
 /** Brings the database to the latest schema; running it again changes nothing. */

@@ -96,6 +96,13 @@ export interface WorkspaceEgressPoliciesTable {
   updated_at: DefaultedTimestamp;
 }
 
+/** The web origins whose pages may open a workspace's screens and frame its embed page. */
+export interface WorkspaceEmbedOriginsTable {
+  workspace_id: string;
+  origins: ColumnType<string[], string, string>;
+  updated_at: DefaultedTimestamp;
+}
+
 /** One refused destination's audit window: when it was last audited, and what was folded since. */
 export interface EgressAuditWindow {
   destination: { address: string; port: number | null; protocol: string };
@@ -175,7 +182,8 @@ export interface ScreenLeasesTable extends FencedLease {
 
 export interface ControlLeasesTable extends FencedLease {
   screen_index: number;
-  holder_user_id: string;
+  holder_type: "user" | "api_key";
+  holder_id: string;
   released_at: NullableTimestamp;
   release_reason: "released" | "expired" | "revoked" | null;
 }
@@ -314,6 +322,7 @@ export interface DomainTables {
   bots: BotsTable;
   computers: ComputersTable;
   workspace_egress_policies: WorkspaceEgressPoliciesTable;
+  workspace_embed_origins: WorkspaceEmbedOriginsTable;
   computer_egress_refusals: ComputerEgressRefusalsTable;
   checkpoints: CheckpointsTable;
   checkpoint_retries: CheckpointRetriesTable;

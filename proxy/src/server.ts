@@ -14,13 +14,14 @@ import {
   CapabilityRefused,
   SCREEN_PATH,
   SCREEN_PROTOCOL,
+  SCREEN_STATUS_PROTOCOL,
   type VerifiedCapability,
   verifyCapability,
 } from "./capability/index.ts";
 import type { ProxyConfig } from "./config.ts";
 import { metricsHandler, ProxyMetrics } from "./metrics.ts";
 import { Recorder } from "./recording/recorder.ts";
-import { originAllowed, SocketLimit, tokenFromProtocols } from "./sockets/admission.ts";
+import { offeredProtocols, originAllowed, SocketLimit } from "./sockets/admission.ts";
 import { ScreenSocket, ScreenWebSocket } from "./sockets/screen-socket.ts";
 
 export { ConfigError } from "@cubicle/config";
@@ -39,6 +40,7 @@ const RECHECK_FLOOR_MS = 250;
 // How long a stopping proxy waits for its recordings' last records to reach api; past it, api
 // finds the upload cut off and marks the recording incomplete all the same.
 const RECORDING_FLUSH_MS = 5_000;
+const OUR_PROTOCOLS = [SCREEN_PROTOCOL, SCREEN_STATUS_PROTOCOL];
 
 export interface RunningProxy {
   readonly url: string;
@@ -106,7 +108,8 @@ export async function startProxy(
     maxPayload: config.maxFrameBytes,
     perMessageDeflate: false,
     WebSocket: ScreenWebSocket,
-    handleProtocols: () => SCREEN_PROTOCOL,
+    // admission has checked the offer: answer with whichever of ours it named
+    handleProtocols: (offered) => OUR_PROTOCOLS.find((protocol) => offered.has(protocol)) ?? SCREEN_PROTOCOL,
   });
 
   const controlSockets = (leaseId: string) =>
@@ -116,6 +119,12 @@ export async function startProxy(
   });
   watch.on("changed", (lease) => {
     for (const socket of controlSockets(lease.id)) socket.followLease(lease);
+  });
+  // Viewers that asked for status hear whether someone controls their screen.
+  const showControl = (socket: ScreenSocket) =>
+    socket.showControlled(watch.controls(socket.capability.computerId, socket.capability.screen));
+  watch.on("screens", () => {
+    for (const socket of sockets) showControl(socket);
   });
   // Without the stream a release could go unheard: control fails closed (view holds no lease).
   watch.on("lost", () => {
@@ -163,7 +172,7 @@ export async function startProxy(
     for (const socket of open) {
       const { subject, workspaceId, computerId, mode, jti } = socket.capability;
       const now = access.get(grantKey(socket.capability));
-      if (now?.modes.includes(mode)) {
+      if (now?.modes.includes(mode) && originAllowed(socket.origin, originRule(socket.capability, now))) {
         if (now.endsAt) recheckAt(socket, now.endsAt);
         continue;
       }
@@ -199,20 +208,28 @@ export async function startProxy(
     socket.destroy();
   }
 
+  /** Which origins may hold this socket: the dashboard's, the workspace's embed origins, or the one it is bound to. */
+  const originRule = (capability: VerifiedCapability, granted: ScreenAccess | undefined) => ({
+    dashboard: config.allowedOrigins,
+    embed: granted?.origins ?? [],
+    bound: capability.origin,
+  });
+
   async function admit(request: IncomingMessage, socket: Duplex, head: Buffer) {
     const ip = clientIp(request);
+    const origin = request.headers.origin;
     if (new URL(request.url ?? "/", "http://proxy").pathname !== SCREEN_PATH)
       return refuse(socket, "path", request);
-    if (!originAllowed(request.headers.origin, config.allowedOrigins))
-      return refuse(socket, "origin", request);
     const releaseIp = perIp.take(ip);
     if (!releaseIp) return refuse(socket, "ip-limit", request);
     let releaseSubject: (() => void) | undefined;
     try {
-      const token = tokenFromProtocols(request.headers["sec-websocket-protocol"], SCREEN_PROTOCOL);
+      const offered = offeredProtocols(request.headers["sec-websocket-protocol"], OUR_PROTOCOLS);
       let capability: VerifiedCapability;
       try {
-        capability = await verifyCapability(keyring, token, { replay: link });
+        // A page of a site we do not know still spends its token here: the workspace's embed origins
+        // are known only once the token says which workspace it is for.
+        capability = await verifyCapability(keyring, offered?.token, { replay: link });
       } catch (error) {
         return refuse(socket, error instanceof CapabilityRefused ? error.reason : "api-unavailable", request);
       }
@@ -222,6 +239,8 @@ export async function startProxy(
       let lease: Awaited<ReturnType<ControlLeaseWatch["waitFor"]>>;
       let eventsBefore = accessEvents;
       if (capability.mode === "record") {
+        if (!originAllowed(origin, originRule(capability, undefined)))
+          return refuse(socket, "origin", request);
         // api opens one per recorded session, all from its own address: only api mints these, and
         // the per-subject limit still holds, so the per-IP limit (for browsers) does not count them
         releaseIp();
@@ -236,6 +255,7 @@ export async function startProxy(
           return refuse(socket, "api-unavailable", request);
         }
         if (!granted?.modes.includes(capability.mode)) return refuse(socket, "access-revoked", request);
+        if (!originAllowed(origin, originRule(capability, granted))) return refuse(socket, "origin", request);
         if (capability.controlLeaseId !== undefined) {
           lease = await watch.waitFor(capability.controlLeaseId, LEASE_ARRIVAL_WAIT_MS);
           if (
@@ -258,6 +278,8 @@ export async function startProxy(
             new ScreenSocket({
               socket: ws,
               capability,
+              origin,
+              statusFrames: offered?.protocol === SCREEN_STATUS_PROTOCOL,
               lease,
               idleTimeoutMs: config.idleTimeoutMs,
               maxFrameBytes: config.maxFrameBytes,
@@ -278,6 +300,7 @@ export async function startProxy(
         ),
       );
       sockets.add(open);
+      showControl(open);
       if (granted) {
         // A change heard between the check and now found no socket to close: check this one again.
         if (accessEvents !== eventsBefore) void recheckAccess([open]);

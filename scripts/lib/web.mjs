@@ -15,8 +15,10 @@ const INPUTS = [
   "web/next.config.ts",
   "web/package.json",
   "web/tsconfig.json",
-  // bundled into the dashboard: the recording format its player reads
+  // bundled into the dashboard: the recording format its player reads, the screen element its embed page serves
   "proxy/src/recording/format.ts",
+  "viewer/src",
+  "viewer/package.json",
   "package-lock.json",
 ];
 

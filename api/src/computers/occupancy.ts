@@ -2,6 +2,7 @@ import type { Database } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
 import { iso } from "../http/iso.ts";
 import { HttpProblem } from "../http/problem.ts";
+import { liveLeases } from "../screens/control-leases.ts";
 
 /**
  * Who is using computers right now, read from the lease tables: open sessions (execution leases
@@ -35,6 +36,7 @@ export interface ScreenControl {
   computerId: string;
   index: number;
   leaseId: string;
+  holderType: "user" | "api_key";
   holderId: string;
   holderName: string;
   expiresAt: Date;
@@ -113,22 +115,18 @@ export async function screensControlled(
   db: Kysely<Database>,
   computerIds: readonly string[],
 ): Promise<ScreenControl[]> {
-  const rows = await db
-    .selectFrom("control_leases as c")
-    .innerJoin("user as u", "u.id", "c.holder_user_id")
-    .select(["c.id", "c.computer_id", "c.screen_index", "c.holder_user_id", "u.name", "c.expires_at"])
-    .where("c.computer_id", "in", nonEmpty(computerIds))
-    .where("c.released_at", "is", null)
-    .where("c.expires_at", ">", sql<Date>`now()`)
-    .orderBy("c.computer_id")
-    .orderBy("c.screen_index")
+  const rows = await liveLeases(db)
+    .where("control_leases.computer_id", "in", nonEmpty(computerIds))
+    .orderBy("control_leases.computer_id")
+    .orderBy("control_leases.screen_index")
     .execute();
   return rows.map((row) => ({
     computerId: row.computer_id,
     index: row.screen_index,
     leaseId: row.id,
-    holderId: row.holder_user_id,
-    holderName: row.name,
+    holderType: row.holder_type,
+    holderId: row.holder_id,
+    holderName: row.holder_name,
     expiresAt: row.expires_at,
   }));
 }

@@ -67,11 +67,13 @@ const ComputerSchema = z
         z.object({
           index: z.number().int(),
           leaseId: z.string(),
-          holder: Named,
+          holder: Named.extend({ type: z.enum(["user", "api_key"]) }),
           expiresAt: z.string().datetime(),
         }),
       )
-      .openapi({ description: "Screens a person controls." }),
+      .openapi({
+        description: "Screens someone controls: a person, or an API key for a page that embeds the screen.",
+      }),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
   })
@@ -286,7 +288,7 @@ async function views(c: Context<AppEnv>, computers: Computer[]): Promise<z.infer
       control: of(control).map((s) => ({
         index: s.index,
         leaseId: s.leaseId,
-        holder: { id: s.holderId, name: s.holderName },
+        holder: { type: s.holderType, id: s.holderId, name: s.holderName },
         expiresAt: iso(s.expiresAt),
       })),
       createdAt: iso(computer.created_at),

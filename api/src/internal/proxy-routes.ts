@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { touchComputer } from "../computers/lifecycle.ts";
 import type { AppEnv } from "../context.ts";
+import { embedOriginsOf } from "../embedding/origins.ts";
 import { iso } from "../http/iso.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
@@ -54,20 +55,24 @@ export function proxyRoutes() {
     return c.body(null, 204);
   });
 
-  // The modes each capability's subject may still hold a socket in: asked at admission, and
-  // again for the open sockets of a workspace whose access changed.
+  // The modes each capability's subject may still hold a socket in, and the workspace's embed
+  // origins (other sites whose pages may hold them): asked at admission, and again for the open
+  // sockets of a workspace whose access changed.
   app.post("/internal/proxy/access", async (c) => {
     const body = AccessSchema.safeParse(await c.req.json().catch(() => undefined));
     if (!body.success)
       throw new HttpProblem(400, "VALIDATION_FAILED", "Send {grants: [{subject, workspaceId}]}.");
+    const { db } = c.var.deps.database;
     const grants = [];
+    const origins = new Map<string, string[]>();
     for (const grant of body.data.grants) {
-      const { modes, endsAt } = await screenAccessOf(
-        c.var.deps.database.db,
-        grant.subject,
-        grant.workspaceId,
-      );
-      grants.push({ ...grant, modes, endsAt: endsAt && iso(endsAt) });
+      const { modes, endsAt } = await screenAccessOf(db, grant.subject, grant.workspaceId);
+      let listed = origins.get(grant.workspaceId);
+      if (!listed) {
+        listed = await embedOriginsOf(db, grant.workspaceId);
+        origins.set(grant.workspaceId, listed);
+      }
+      grants.push({ ...grant, modes, endsAt: endsAt && iso(endsAt), origins: listed });
     }
     return c.json({ grants }, 200);
   });

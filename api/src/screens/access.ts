@@ -1,11 +1,10 @@
 import type { Database } from "@cubicle/db";
 import type { ScreenMode } from "@cubicle/proxy/capability";
 import { type Kysely, sql } from "kysely";
-import { personRequired, roleForbidden } from "../access/guards.ts";
+import { roleForbidden } from "../access/guards.ts";
 import { memberRole } from "../access/member-role.ts";
 import { hasRole, type WorkspaceRole } from "../access/roles.ts";
 import { keyRole, parseKeyMetadata } from "../api-keys/key-role.ts";
-import type { Principal } from "../auth/principal.ts";
 import type { HttpProblem } from "../http/problem.ts";
 
 /**
@@ -21,14 +20,21 @@ type Caller = { kind: "user"; userId: string } | { kind: "api_key"; keyId: strin
 export const subjectOf = (caller: Caller): string =>
   caller.kind === "user" ? `user:${caller.userId}` : `api_key:${caller.keyId}`;
 
+/** A lease holder as a capability subject: holder types are named as subjects are. */
+export const subjectOfHolder = (holder: { type: "user" | "api_key"; id: string }): string =>
+  `${holder.type}:${holder.id}`;
+
+/** The lease holder a caller is, when it takes, renews or releases control. */
+export const holderOfCaller = (caller: Caller): { type: "user" | "api_key"; id: string } =>
+  caller.kind === "user" ? { type: "user", id: caller.userId } : { type: "api_key", id: caller.keyId };
+
 /**
- * Why this caller may not control a screen, or undefined when it may: a person of role member or
- * above (any role may view). Minting asks it, and so does every later check of an open socket.
+ * Why this caller may not control a screen, or undefined when it may: a person or an API key (an
+ * embedding app's backend, taking control for its page) of role member or above; any role may
+ * view. Minting asks it, and so does every later check of an open socket.
  */
-export function controlRefusal(kind: Principal["kind"], role: WorkspaceRole): HttpProblem | undefined {
-  if (kind !== "user") return personRequired();
-  if (!hasRole(role, "member")) return roleForbidden("member", role);
-  return undefined;
+export function controlRefusal(role: WorkspaceRole): HttpProblem | undefined {
+  return hasRole(role, "member") ? undefined : roleForbidden("member", role);
 }
 
 export interface ScreenAccess {
@@ -67,8 +73,6 @@ export async function screenAccessOf(
     endsAt = key?.expiresAt ?? null;
   }
   if (!role) return { modes: [], endsAt: null };
-  const modes: ScreenMode[] = controlRefusal(kind === "user" ? "user" : "api_key", role)
-    ? ["view"]
-    : ["view", "control"];
+  const modes: ScreenMode[] = controlRefusal(role) ? ["view"] : ["view", "control"];
   return { modes, endsAt };
 }

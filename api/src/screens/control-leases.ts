@@ -1,9 +1,8 @@
 import type { ControlLease, Database, DatabaseHandle } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
-import { WORKSPACE_ROLES } from "../access/roles.ts";
 import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import { iso } from "../http/iso.ts";
-import { controlRefusal } from "./access.ts";
+import { screenAccessOf, subjectOfHolder } from "./access.ts";
 
 /**
  * Control leases in the database: one live lease per screen (the partial unique index
@@ -29,9 +28,31 @@ export type LeaseEvent =
   | { type: "ended"; id: string; reason: EndReason };
 
 export interface LiveLease extends ControlLease {
+  /** The person's name, or the API key's. */
   holder_name: string;
-  holder_email: string;
+  /** A person's; null for an API key. */
+  holder_email: string | null;
 }
+
+/** Who holds a control lease: a person, or an API key (an embedding app's backend). */
+export interface ControlHolder {
+  type: ControlLease["holder_type"];
+  id: string;
+}
+
+export const holderOf = (lease: ControlLease): ControlHolder => ({
+  type: lease.holder_type,
+  id: lease.holder_id,
+});
+
+export const isHeldBy = (lease: ControlLease, holder: ControlHolder): boolean =>
+  lease.holder_type === holder.type && lease.holder_id === holder.id;
+
+/** How a refusal names the holder to whoever asked for the screen. */
+export const describeControlHolder = (lease: LiveLease): string =>
+  lease.holder_type === "user"
+    ? `${lease.holder_name} <${lease.holder_email}>`
+    : `API key "${lease.holder_name}"`;
 
 export interface LeaseStore {
   database: DatabaseHandle;
@@ -49,12 +70,23 @@ const summaryOf = (lease: ControlLease): LeaseSummary => ({
 // Expiry is judged by the database clock, the one clock every replica shares.
 const inFuture = (ms: number) => sql<Date>`now() + cast(${ms} as integer) * interval '1 millisecond'`;
 
-function liveLeases(db: Kysely<Database>) {
+/** Live control leases with their holder's name (a person's or a key's). */
+export function liveLeases(db: Kysely<Database>) {
   return db
     .selectFrom("control_leases")
-    .innerJoin("user", "user.id", "control_leases.holder_user_id")
+    .leftJoin("user", (join) =>
+      join.onRef("user.id", "=", "control_leases.holder_id").on("control_leases.holder_type", "=", "user"),
+    )
+    .leftJoin("apikey", (join) =>
+      join
+        .onRef("apikey.id", "=", "control_leases.holder_id")
+        .on("control_leases.holder_type", "=", "api_key"),
+    )
     .selectAll("control_leases")
-    .select(["user.name as holder_name", "user.email as holder_email"])
+    .select([
+      sql<string>`coalesce("user"."name", "apikey"."name", control_leases.holder_id)`.as("holder_name"),
+      "user.email as holder_email",
+    ])
     .where("control_leases.released_at", "is", null)
     .where("control_leases.expires_at", ">", sql<Date>`now()`);
 }
@@ -114,7 +146,7 @@ async function recordChange(
         leaseId: lease.id,
         fence: lease.fence,
         screen: lease.screen_index,
-        holderUserId: lease.holder_user_id,
+        holder: holderOf(lease),
         ...(lease.released_at === null ? { expiresAt: iso(lease.expires_at) } : {}),
       },
     },
@@ -152,36 +184,31 @@ export async function expireDue(
   return expired;
 }
 
-/** The roles whose holders may control a screen (screens/access.ts says who may). */
-const CONTROLLING_ROLES = WORKSPACE_ROLES.filter((role) => controlRefusal("user", role) === undefined);
-
 /**
  * Ends, as revoked, every live lease whose holder may no longer control screens of its workspace
- * (removed from it, or given a role below member), so that its control server stops and the screen
- * is free again instead of staying held until the lease runs out. One UPDATE, committed with its
- * records, like expireDue.
+ * (a person removed from it or given a role below member; a key revoked, expired, deleted, or whose
+ * creator lost the role), so that its control server stops and the screen is free again instead
+ * of staying held until the lease runs out. Who may is screenAccessOf's one rule; the UPDATE then
+ * ends only leases still live, committed with their records, so replicas running this together
+ * end, audit and announce each lease once.
  */
 export async function revokeFormerControllers(
   store: LeaseStore,
   db: Kysely<Database> = store.database.db,
 ): Promise<ControlLease[]> {
   if (!db.isTransaction) return db.transaction().execute((trx) => revokeFormerControllers(store, trx));
+  const former: string[] = [];
+  for (const lease of await liveLeases(db).execute()) {
+    const access = await screenAccessOf(db, subjectOfHolder(holderOf(lease)), lease.workspace_id);
+    if (!access.modes.includes("control")) former.push(lease.id);
+  }
+  if (former.length === 0) return [];
   const revoked = await db
     .updateTable("control_leases")
     .set({ released_at: sql`now()`, release_reason: "revoked" })
+    .where("id", "in", former)
     .where("released_at", "is", null)
     .where("expires_at", ">", sql<Date>`now()`)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom("member")
-            .select("member.id")
-            .whereRef("member.organizationId", "=", "control_leases.workspace_id")
-            .whereRef("member.userId", "=", "control_leases.holder_user_id")
-            .where("member.role", "in", CONTROLLING_ROLES),
-        ),
-      ),
-    )
     .returningAll()
     .execute();
   for (const lease of revoked) await recordChange(store, db, SYSTEM_ACTOR, "revoked", lease);
@@ -194,7 +221,7 @@ export interface Grant {
   workspaceId: string;
   computerId: string;
   screen: number;
-  holderUserId: string;
+  holder: ControlHolder;
   actor: AuditActor;
   leaseMs: number;
 }
@@ -216,7 +243,8 @@ export function grantLease(
         workspace_id: grant.workspaceId,
         computer_id: grant.computerId,
         screen_index: grant.screen,
-        holder_user_id: grant.holderUserId,
+        holder_type: grant.holder.type,
+        holder_id: grant.holder.id,
         expires_at: inFuture(grant.leaseMs),
       })
       .returningAll()
@@ -230,7 +258,7 @@ export function grantLease(
 export function renewLease(
   store: LeaseStore,
   leaseId: string,
-  holderUserId: string,
+  holder: ControlHolder,
   actor: AuditActor,
   leaseMs: number,
 ): Promise<ControlLease | undefined> {
@@ -239,7 +267,8 @@ export function renewLease(
       .updateTable("control_leases")
       .set({ expires_at: inFuture(leaseMs) })
       .where("id", "=", leaseId)
-      .where("holder_user_id", "=", holderUserId)
+      .where("holder_type", "=", holder.type)
+      .where("holder_id", "=", holder.id)
       .where("released_at", "is", null)
       .where("expires_at", ">", sql<Date>`now()`)
       .returningAll()

@@ -7,15 +7,19 @@ import { hasRole } from "../access/roles.ts";
 import { actorOf } from "../auth/principal.ts";
 import { requireComputer } from "../computers/repository.ts";
 import type { AppEnv } from "../context.ts";
+import { EmbedOrigin } from "../embedding/origins.ts";
 import { iso } from "../http/iso.ts";
 import { jsonResponse as json, pathParam } from "../http/openapi.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { WorkspaceIdParam } from "../workspaces/routes.ts";
+import { holderOfCaller } from "./access.ts";
 import { mintScreenCapability } from "./capabilities.ts";
 import {
+  describeControlHolder,
   endLease,
   grantLease,
+  isHeldBy,
   isLive,
   isUniqueViolation,
   type LiveLease,
@@ -67,7 +71,7 @@ const ControlLeaseSchema = z
 const CurrentControlSchema = z
   .object({
     leaseId: z.string(),
-    holder: z.object({ id: z.string(), name: z.string() }),
+    holder: z.object({ type: z.enum(["user", "api_key"]), id: z.string(), name: z.string() }),
     expiresAt: z.string().datetime(),
   })
   .openapi("ScreenController");
@@ -81,7 +85,7 @@ const mintCapability = defineRoute(
     summary: "Get a capability to open one screen through the screen proxy",
     description:
       "Any member or API key may watch (`view`: input is dropped by the proxy). `control` needs a person " +
-      "of role member or higher who holds this screen's control lease.",
+      "or API key of role member or higher that holds this screen's control lease.",
     tags: ["Screens"],
     request: {
       params: ScreenParams,
@@ -89,7 +93,16 @@ const mintCapability = defineRoute(
         required: true,
         content: {
           "application/json": {
-            schema: z.object({ mode: z.enum(SCREEN_MODES) }).openapi("ScreenCapabilityRequest"),
+            schema: z
+              .object({
+                mode: z.enum(SCREEN_MODES),
+                origin: EmbedOrigin.optional().openapi({
+                  description:
+                    "Bind the capability to one web origin: the proxy opens it only for a page of that origin. " +
+                    "It must be one of the workspace's embed origins. Mint for the page that will use it.",
+                }),
+              })
+              .openapi("ScreenCapabilityRequest"),
           },
         },
       },
@@ -97,12 +110,13 @@ const mintCapability = defineRoute(
     responses: {
       201: json("Minted", CapabilitySchema),
       409: { description: "Control is not held by the caller, or the computer is not running" },
+      422: { description: "The origin is not one of the workspace's embed origins (ORIGIN_NOT_LISTED)" },
     },
   },
 );
 
 const takeControl = defineRoute(
-  { kind: "workspace", minRole: "member", people: true },
+  { kind: "workspace", minRole: "member" },
   {
     operationId: "takeScreenControl",
     method: "post",
@@ -110,7 +124,9 @@ const takeControl = defineRoute(
     summary: "Take control of a screen",
     description:
       "One holder per screen; the lease expires unless renewed. Taking it again while holding it returns " +
-      "the current lease. Viewers of the screen are unaffected.",
+      "the current lease. Viewers of the screen are unaffected. A person takes it to drive the screen " +
+      "from the dashboard; an API key takes it for a page it embeds the screen in, then mints a `control` " +
+      "capability for that page.",
     tags: ["Screens"],
     request: { params: ScreenParams },
     responses: {
@@ -135,7 +151,7 @@ const currentControl = defineRoute(
 );
 
 const renewControl = defineRoute(
-  { kind: "workspace", minRole: "member", people: true },
+  { kind: "workspace", minRole: "member" },
   {
     operationId: "renewScreenControl",
     method: "post",
@@ -151,7 +167,7 @@ const renewControl = defineRoute(
 );
 
 const releaseControl = defineRoute(
-  { kind: "workspace", minRole: "member", people: true },
+  { kind: "workspace", minRole: "member" },
   {
     operationId: "releaseScreenControl",
     method: "delete",
@@ -171,13 +187,14 @@ export function screenRoutes() {
   return createRouter()
     .openapi(mintCapability, async (c) => {
       const { index } = c.req.valid("param");
-      const { mode } = c.req.valid("json");
+      const { mode, origin } = c.req.valid("json");
       const minted = await mintScreenCapability(c.var.deps, {
         principal: c.var.principal,
         access: c.var.workspace,
         computer: await computerOf(c),
         screen: index,
         mode,
+        origin,
       });
       return c.json(
         {
@@ -195,11 +212,12 @@ export function screenRoutes() {
       const deps = c.var.deps;
       const { index: screen } = c.req.valid("param");
       const computer = await computerOf(c);
-      const user = person(c);
+      const caller = controller(c);
+      const holder = holderOfCaller(caller);
       for (let attempt = 1; ; attempt++) {
         const held = await liveLease(deps.database.db, computer.id, screen);
         if (held) {
-          const ours = held.holder_user_id === user.userId;
+          const ours = isHeldBy(held, holder);
           // Idempotent for the same lease: makes sure its server still runs. After a lost attempt
           // our start may have replaced the holder's password, so it gets it back.
           if (ours || attempt > 1) await openControlFor(deps, computer, screen, held.id);
@@ -215,8 +233,8 @@ export function screenRoutes() {
             workspaceId: computer.workspace_id,
             computerId: computer.id,
             screen,
-            holderUserId: user.userId,
-            actor: actorOf(user),
+            holder,
+            actor: actorOf(caller),
             leaseMs: deps.env.screens.controlLeaseMs,
           });
           return c.json(leaseBody(lease), 201);
@@ -226,7 +244,7 @@ export function screenRoutes() {
           const winner = await liveLease(deps.database.db, computer.id, screen);
           if (winner) {
             await openControlFor(deps, computer, screen, winner.id);
-            if (winner.holder_user_id === user.userId) return c.json(leaseBody(winner), 200);
+            if (isHeldBy(winner, holder)) return c.json(leaseBody(winner), 200);
             throw controlHeld(winner);
           }
           // The winner let go before we could name it: the screen is free again, so take it anew.
@@ -249,7 +267,7 @@ export function screenRoutes() {
       return c.json(
         {
           leaseId: lease.id,
-          holder: { id: lease.holder_user_id, name: lease.holder_name },
+          holder: { type: lease.holder_type, id: lease.holder_id, name: lease.holder_name },
           expiresAt: iso(lease.expires_at),
         },
         200,
@@ -259,15 +277,15 @@ export function screenRoutes() {
       const deps = c.var.deps;
       const { index: screen, leaseId } = c.req.valid("param");
       const computer = await computerOf(c);
-      const user = person(c);
+      const caller = controller(c);
       const lease = await leaseOnScreen(deps.database.db, leaseId, computer.id, screen);
       if (!lease) throw notFound("control lease");
-      if (lease.holder_user_id !== user.userId) throw notHolder();
+      if (!isHeldBy(lease, holderOfCaller(caller))) throw notHolder();
       const renewed = await renewLease(
         deps,
         leaseId,
-        user.userId,
-        actorOf(user),
+        holderOfCaller(caller),
+        actorOf(caller),
         deps.env.screens.controlLeaseMs,
       );
       if (!renewed) throw leaseEnded();
@@ -277,13 +295,13 @@ export function screenRoutes() {
       const deps = c.var.deps;
       const { index: screen, leaseId } = c.req.valid("param");
       const computer = await computerOf(c);
-      const user = person(c);
+      const caller = controller(c);
       const lease = await leaseOnScreen(deps.database.db, leaseId, computer.id, screen);
       if (!lease) throw notFound("control lease");
-      const reason = lease.holder_user_id === user.userId ? "released" : "revoked";
+      const reason = isHeldBy(lease, holderOfCaller(caller)) ? "released" : "revoked";
       if (reason === "revoked" && !hasRole(c.var.workspace.role, "admin")) throw notHolder();
       if (!isLive(lease)) throw leaseEnded();
-      const ended = await endLease(deps, leaseId, reason, actorOf(user));
+      const ended = await endLease(deps, leaseId, reason, actorOf(caller));
       if (!ended) throw leaseEnded();
       await closeControlUnlessHeld(deps, computer, screen);
       return c.body(null, 204);
@@ -296,9 +314,10 @@ const TAKE_ATTEMPTS = 3;
 const computerOf = (c: Context<AppEnv>) =>
   requireComputer(c.var.deps.database.db, c.var.workspace.workspaceId, c.req.param("computerId") ?? "");
 
-function person(c: Context<AppEnv>) {
+/** A person or an API key: the routes' guard has already turned everyone else away. */
+function controller(c: Context<AppEnv>) {
   const principal = c.var.principal;
-  if (principal.kind !== "user") throw new Error("control routes are for people only");
+  if (principal.kind === "anonymous") throw new Error("control routes are guarded");
   return principal;
 }
 
@@ -313,7 +332,7 @@ const controlHeld = (lease: LiveLease) =>
   new HttpProblem(
     409,
     "CONTROL_HELD",
-    `${lease.holder_name} <${lease.holder_email}> controls screen ${lease.screen_index} until ${iso(lease.expires_at)}.`,
+    `${describeControlHolder(lease)} controls screen ${lease.screen_index} until ${iso(lease.expires_at)}.`,
   );
 
 const notHolder = () =>

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
-import { SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
+import { Duplex } from "node:stream";
+import { SCREEN_PROTOCOL, SCREEN_STATUS_PROTOCOL } from "@cubicle/proxy/capability";
 import { RfbClient } from "@cubicle/proxy/testing";
 import { createWebSocketStream, WebSocket } from "ws";
 
@@ -18,6 +19,8 @@ export interface OpenedScreen {
   closed: Promise<number>;
   /** The close code with its reason (1006 when the socket was cut without a close frame). */
   closedWith: Promise<{ code: number; reason: string }>;
+  /** The proxy's status messages (text frames), when the socket asked for them. */
+  statuses: unknown[];
 }
 
 function capture(ws: WebSocket): Captured {
@@ -39,13 +42,19 @@ function capture(ws: WebSocket): Captured {
 export async function openScreenSocket(
   proxyUrl: string,
   token: string,
-  options: { origin?: string } = {},
+  options: { origin?: string; status?: boolean } = {},
 ): Promise<OpenedScreen> {
-  const ws = new WebSocket(`${proxyUrl.replace(/^http/, "ws")}/screen`, [SCREEN_PROTOCOL, token], {
+  const protocol = options.status ? SCREEN_STATUS_PROTOCOL : SCREEN_PROTOCOL;
+  const ws = new WebSocket(`${proxyUrl.replace(/^http/, "ws")}/screen`, [protocol, token], {
     ...(options.origin ? { origin: options.origin } : {}),
     perMessageDeflate: false,
   });
   const captured = capture(ws);
+  // listening from the start: the first status may come in the same read as the upgrade's answer
+  const statuses: unknown[] = [];
+  const stream = options.status
+    ? rfbFrames(ws, (text) => statuses.push(JSON.parse(text)))
+    : createWebSocketStream(ws);
   const closedWith = new Promise<{ code: number; reason: string }>((resolve) =>
     ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
   );
@@ -55,8 +64,28 @@ export async function openScreenSocket(
     ws.once("error", reject);
     ws.once("unexpected-response", () => reject(new Error(`refused with ${captured.status}`)));
   });
-  const rfb = await RfbClient.connect(createWebSocketStream(ws));
-  return { ws, rfb, captured, closed, closedWith };
+  const rfb = await RfbClient.connect(stream);
+  return { ws, rfb, captured, closed, closedWith, statuses };
+}
+
+/** The socket's binary frames as a stream (RFB), its text frames (the proxy's status) to `onText`. */
+function rfbFrames(ws: WebSocket, onText: (text: string) => void): Duplex {
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, done) {
+      ws.send(chunk, { binary: true }, done);
+    },
+    final(done) {
+      ws.close();
+      done();
+    },
+  });
+  ws.on("message", (data: Buffer, isBinary) => {
+    if (isBinary) stream.push(data);
+    else onText(data.toString());
+  });
+  ws.once("close", () => stream.push(null));
+  return stream;
 }
 
 /** The HTTP status a refused socket got; the proxy answers every refusal the same way. */

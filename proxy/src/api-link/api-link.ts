@@ -12,6 +12,8 @@ export interface ScreenAccess {
   modes: readonly string[];
   /** When the access ends by itself, with no change for api to announce (a key's expiry). */
   endsAt: Date | null;
+  /** The workspace's embed origins: other sites whose pages may hold its sockets. */
+  origins: readonly string[];
 }
 
 export const grantKey = (grant: AccessGrant): string => `${grant.workspaceId}\n${grant.subject}`;
@@ -65,12 +67,16 @@ export class ApiLink implements ReplayGuard {
       throw new Error(`api answered ${response.status} to an access check`);
     }
     const body = (await response.json()) as {
-      grants: Array<AccessGrant & { modes: string[]; endsAt: string | null }>;
+      grants: Array<AccessGrant & { modes: string[]; endsAt: string | null; origins: string[] }>;
     };
     return new Map(
       body.grants.map((grant) => [
         grantKey(grant),
-        { modes: grant.modes, endsAt: grant.endsAt === null ? null : new Date(grant.endsAt) },
+        {
+          modes: grant.modes,
+          endsAt: grant.endsAt === null ? null : new Date(grant.endsAt),
+          origins: grant.origins,
+        },
       ]),
     );
   }

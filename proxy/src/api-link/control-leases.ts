@@ -18,6 +18,8 @@ interface Events {
   changed: [lease: ActiveControlLease];
   /** The stream broke: nothing can be known about leases until it is back. */
   lost: [];
+  /** Leases were granted, ended or heard of anew: which screens are controlled may have changed. */
+  screens: [];
 }
 
 /**
@@ -52,6 +54,15 @@ export class ControlLeaseWatch extends EventEmitter<Events> {
     this.stopped = true;
     this.stream.stop();
     this.wake();
+  }
+
+  /** Whether someone holds a live control lease of this screen, as far as the stream has told. */
+  controls(computerId: string, screen: number): boolean {
+    const now = Date.now();
+    for (const lease of this.leases.values())
+      if (lease.computerId === computerId && lease.screen === screen && lease.expiresAt.getTime() > now)
+        return true;
+    return false;
   }
 
   /** The lease if it is active; waits briefly for a lease granted just before its socket opened. */
@@ -92,6 +103,7 @@ export class ControlLeaseWatch extends EventEmitter<Events> {
     } else if (event === "ended") {
       this.end((data as { id: string }).id);
     }
+    this.emit("screens");
     this.wake();
   }
 

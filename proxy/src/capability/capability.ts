@@ -5,6 +5,9 @@ import type { CapabilityKey, CapabilityKeyring } from "./keys.ts";
 import { CAPABILITY_MODES, type ScreenMode } from "./modes.ts";
 import { CapabilityRefused, isClaimId, type SignedTokenKind, sign, verify } from "./signed.ts";
 
+/** Longer than any origin a browser sends for a real site; a longer claim is not one. */
+const MAX_ORIGIN_LENGTH = 2_048;
+
 /** A capability only opens a socket; the socket then lives as long as its mode allows. */
 export const MAX_CAPABILITY_TTL_SECONDS = 60;
 
@@ -17,6 +20,12 @@ const SCREEN_CAPABILITY: SignedTokenKind = {
 
 /** The WebSocket subprotocol a browser names beside its token, and the one the proxy answers with. */
 export const SCREEN_PROTOCOL = "cubicle.screen.v1";
+/**
+ * The same, plus the proxy's status in text frames beside the RFB binary ones (who controls the
+ * screen, when a control lease ends): what `@cubicle/viewer` asks for. Plain RFB clients name
+ * SCREEN_PROTOCOL and never get a text frame.
+ */
+export const SCREEN_STATUS_PROTOCOL = "cubicle.screen.v1.status";
 /** The one path screen sockets open on, below the proxy's public URL. */
 export const SCREEN_PATH = "/screen";
 
@@ -34,6 +43,11 @@ export interface CapabilityGrant {
    * when it minted the capability. Always present in `record` mode.
    */
   recordingId?: string;
+  /**
+   * The one web origin (claim `org`) whose pages may open the socket: an embedding app mints for
+   * its own page, so a token carried off to another site is refused there.
+   */
+  origin?: string;
   /** Sealed into the token; never readable by its bearer. */
   target: ScreenTarget;
 }
@@ -75,6 +89,7 @@ export async function mintCapability(
     mode: grant.mode,
     ...(grant.controlLeaseId === undefined ? {} : { lease: grant.controlLeaseId }),
     ...(grant.recordingId === undefined ? {} : { rec: grant.recordingId }),
+    ...(grant.origin === undefined ? {} : { org: grant.origin }),
     tgt: await seal(key, { for: bindingOf(grant), target: grant.target }),
   };
   const token = await sign(SCREEN_CAPABILITY, key, payload, issuedAt, ttl);
@@ -92,7 +107,7 @@ export async function verifyCapability(
   options: { replay: ReplayGuard; now?: Date },
 ): Promise<VerifiedCapability> {
   const { payload, key } = await verify(SCREEN_CAPABILITY, keyring, token, options.now ?? new Date());
-  const { ws, cmp, scr, mode, lease, rec, tgt } = payload;
+  const { ws, cmp, scr, mode, lease, rec, org, tgt } = payload;
   if (
     !isClaimId(ws) ||
     !isClaimId(cmp) ||
@@ -101,6 +116,7 @@ export async function verifyCapability(
     !(CAPABILITY_MODES as readonly string[]).includes(mode) ||
     (lease !== undefined && !isClaimId(lease)) ||
     (rec !== undefined && !isClaimId(rec)) ||
+    (org !== undefined && (typeof org !== "string" || org.length > MAX_ORIGIN_LENGTH)) ||
     typeof tgt !== "string"
   )
     throw new CapabilityRefused("claims");
@@ -113,6 +129,7 @@ export async function verifyCapability(
     mode: mode as ScreenMode,
     ...(lease === undefined ? {} : { controlLeaseId: lease }),
     ...(rec === undefined ? {} : { recordingId: rec }),
+    ...(org === undefined ? {} : { origin: org as string }),
     target: sealed.target,
   };
   try {
@@ -152,6 +169,7 @@ function bindingOf(grant: CapabilityGrant): Binding {
     lease: grant.controlLeaseId ?? null,
     // left out when absent, so that a token minted before recordings existed binds as it did
     ...(grant.recordingId === undefined ? {} : { rec: grant.recordingId }),
+    ...(grant.origin === undefined ? {} : { org: grant.origin }),
   };
 }
 
@@ -163,6 +181,7 @@ interface Binding {
   mode: ScreenMode;
   lease: string | null;
   rec?: string;
+  org?: string;
 }
 
 interface Sealed {

@@ -7,6 +7,7 @@ export {
   type ReplayGuard,
   SCREEN_PATH,
   SCREEN_PROTOCOL,
+  SCREEN_STATUS_PROTOCOL,
   type VerifiedCapability,
   verifyCapability,
 } from "./capability.ts";

@@ -70,6 +70,10 @@ const PING_INTERVAL_MS = 20_000;
 export interface ScreenSocketOptions {
   socket: WebSocket;
   capability: VerifiedCapability;
+  /** The page's origin, as the browser sent it; undefined for a program. */
+  origin: string | undefined;
+  /** Whether it asked for the proxy's status in text frames (SCREEN_STATUS_PROTOCOL). */
+  statusFrames: boolean;
   /** Present for control sockets: the lease they live under, as last seen. */
   lease: ActiveControlLease | undefined;
   idleTimeoutMs: number;
@@ -92,6 +96,7 @@ export class ScreenSocket {
     this.markClosing = resolve;
   });
   private target: Duplex | undefined;
+  private controlledShown: boolean | undefined;
   readonly ended: Promise<void>;
 
   constructor(private readonly options: ScreenSocketOptions) {
@@ -108,6 +113,24 @@ export class ScreenSocket {
     return this.options.capability;
   }
 
+  get origin(): string | undefined {
+    return this.options.origin;
+  }
+
+  /** Tells a viewer that asked for status whether someone controls its screen, when that changed. */
+  showControlled(controlled: boolean): void {
+    if (this.options.capability.mode !== "view" || controlled === this.controlledShown) return;
+    this.controlledShown = controlled;
+    this.sendStatus({ type: "controlled", controlled });
+  }
+
+  /** A text frame beside the RFB binary ones, for a client that asked for them; nothing for others. */
+  private sendStatus(status: { type: string } & Record<string, unknown>): void {
+    const { socket, statusFrames } = this.options;
+    if (statusFrames && !this.closedWith && socket.readyState === WebSocket.OPEN)
+      socket.send(JSON.stringify(status));
+  }
+
   /** Resolves once the socket's recording, if any, reached api or was given up on. */
   get recordingSettled(): Promise<void> {
     return this.options.recorder?.settled ?? Promise.resolve();
@@ -115,6 +138,7 @@ export class ScreenSocket {
 
   /** The lease moved (renewed); the socket now ends at its new expiry. */
   followLease(lease: ActiveControlLease): void {
+    this.sendStatus({ type: "lease", expiresAt: lease.expiresAt.toISOString() });
     clearTimeout(this.expiryTimer);
     const left = lease.expiresAt.getTime() - Date.now();
     this.expiryTimer = setTimeout(() => this.close("controlEnded"), Math.max(0, left));

@@ -34,7 +34,7 @@ export function useScreenControl(computer: Computer, screen: number, me: Person)
   const mine = (granted: Schema<"ControlLease">): ControlLease => ({
     index: granted.screen,
     leaseId: granted.leaseId,
-    holder: { id: me.userId, name: me.name },
+    holder: { id: me.userId, name: me.name, type: "user" },
     expiresAt: granted.expiresAt,
   });
   // the computer, and the list's "who controls" column

@@ -2,6 +2,7 @@
 
 import { useMe } from "@/auth/session.ts";
 import { WorkspaceEgressPanel } from "@/egress/workspace-egress.tsx";
+import { EmbeddingPanel } from "@/embedding/embedding-panel.tsx";
 import { WithRole } from "@/members/roles.tsx";
 import { DeploymentSettingsPanel } from "@/settings/deployment-settings-panel.tsx";
 import { RecordingPolicyPanel } from "@/settings/recording-policy.tsx";
@@ -16,7 +17,7 @@ export default function SettingsPage() {
     <>
       <PageHeader
         title="Settings"
-        description="How this workspace's computers reach the network, what of their screens is recorded, how this Cubicle deployment runs computers, and who may join it."
+        description="How this workspace's computers reach the network, what of their screens is recorded, which other sites may show them, how this Cubicle deployment runs computers, and who may join it."
       />
       <div className="stack">
         <WithRole>
@@ -24,6 +25,7 @@ export default function SettingsPage() {
             <>
               <WorkspaceEgressPanel workspaceId={workspaceId} role={role} />
               <RecordingPolicyPanel workspaceId={workspaceId} role={role} />
+              <EmbeddingPanel workspaceId={workspaceId} role={role} />
             </>
           )}
         </WithRole>
