@@ -1,5 +1,12 @@
+import { SCREEN_STATUS_PROTOCOL } from "@cubicle/proxy/capability";
 import { describe, expect, it } from "vitest";
-import { closeOutcome, readCapability, readStatus } from "./protocol.ts";
+import { closeOutcome, readCapability, readStatus, STATUS_PROTOCOL } from "./protocol.ts";
+
+describe("the status protocol", () => {
+  it("is the one the proxy answers text frames on", () => {
+    expect(STATUS_PROTOCOL).toBe(SCREEN_STATUS_PROTOCOL);
+  });
+});
 
 describe("the proxy's close codes", () => {
   it.each([

@@ -55,11 +55,3 @@ describe("socket admission", () => {
     expect(limit.take("1.2.3.4")).toBeUndefined();
   });
 });
-
-describe("the viewer's status protocol", () => {
-  it("is the one the proxy answers text frames on", async () => {
-    const { STATUS_PROTOCOL } = await import("@cubicle/viewer");
-    const { SCREEN_STATUS_PROTOCOL } = await import("../capability/index.ts");
-    expect(STATUS_PROTOCOL).toBe(SCREEN_STATUS_PROTOCOL);
-  });
-});
