@@ -10,9 +10,9 @@ const config: NextConfig = {
   compress: false,
   poweredByHeader: false,
   reactStrictMode: true,
-  // TypeScript sources bundled into the dashboard: the recording format its player reads (proxy), and
-  // the screen element its embed page serves (viewer).
-  transpilePackages: ["@cubicle/proxy", "@cubicle/viewer"],
+  // TypeScript sources bundled into the dashboard: the recording format its player reads (proxy), the
+  // screen element its embed page serves (viewer), the origin rule its embedding form checks (config).
+  transpilePackages: ["@cubicle/config", "@cubicle/proxy", "@cubicle/viewer"],
   async headers() {
     return [
       {

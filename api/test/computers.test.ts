@@ -437,7 +437,7 @@ describe("with the fake provider", () => {
         {
           index: 2,
           leaseId: control.leaseId,
-          holder: { id: w.people.member.userId, name: expect.any(String) },
+          holder: { type: "user", id: w.people.member.userId, name: expect.any(String) },
           expiresAt: control.expiresAt,
         },
       ]);

@@ -8,6 +8,7 @@ import {
   verifyCapability,
 } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { revokeFormerControllers } from "../src/screens/control-leases.ts";
 import { createComputer, machineFor } from "./support/computers.ts";
 import {
   expectStatus,
@@ -216,6 +217,35 @@ describe("control", () => {
     expectStatus(await key.delete(screenPath(4, `/control/${granted.leaseId}`), opts), 204);
     const [released] = await audits("screen.control_released", granted.leaseId);
     expect(released?.data).toMatchObject({ holder: { type: "api_key", id: verified.subject.slice(8) } });
+  });
+
+  it("is revoked when the key that holds it goes, and a key never revokes a person's lease", async () => {
+    const made = expectStatus(
+      await w.people.owner.post(`/v1/workspaces/${w.workspaceId}/api-keys`, {
+        name: "short-lived",
+        role: "admin",
+      }),
+      201,
+    ).json;
+    const opts = { apiKey: made.key as string };
+    const owners = expectStatus(await take(w.people.owner, 5), 201).json;
+    problem(
+      await t.client().delete(screenPath(5, `/control/${owners.leaseId}`), opts),
+      403,
+      "NOT_LEASE_HOLDER",
+    );
+    expect((await leaseRow(owners.leaseId)).released_at).toBeNull();
+    expectStatus(await w.people.owner.delete(screenPath(5, `/control/${owners.leaseId}`)), 204);
+
+    const held = expectStatus(await t.client().post(screenPath(5, "/control"), undefined, opts), 201).json;
+    expectStatus(await w.people.owner.delete(`/v1/workspaces/${w.workspaceId}/api-keys/${made.id}`), 204);
+    await revokeFormerControllers(t.api.deps);
+    expect(await leaseRow(held.leaseId)).toMatchObject({ release_reason: "revoked" });
+    const [revoked] = await audits("screen.control_revoked", held.leaseId);
+    expect(revoked).toMatchObject({
+      actor_type: "system",
+      data: { holder: { type: "api_key", id: made.id } },
+    });
   });
 
   it("is taken, minted, renewed and released by its holder, every step audited", async () => {

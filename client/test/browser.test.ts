@@ -32,7 +32,7 @@ describe("the library in a browser (Debian's Chromium)", () => {
     await tab.goto(page.url);
     await tab.waitForFunction(() => document.title === "ready");
     const seen = await tab.evaluate(
-      async ({ apiKey, botName }) => {
+      async ({ apiKey, botName, botId }) => {
         const { Cubicle } = window.cubicle;
         const client = new Cubicle({ url: location.origin, apiKey });
         const abort = new AbortController();
@@ -43,6 +43,8 @@ describe("the library in a browser (Debian's Chromium)", () => {
         });
         const events = (async () => {
           for await (const event of client.events({ signal: abort.signal, onReady: following })) {
+            // the workspace is shared with other suites running at the same time: only this bot's
+            if (event.data.botId !== botId) continue;
             types.push(event.type);
             if (event.type === "session.ended") abort.abort();
           }
@@ -58,7 +60,7 @@ describe("the library in a browser (Debian's Chromium)", () => {
         await events;
         return { run, size: [shot.width, shot.height], signature, read, types };
       },
-      { apiKey: deployment().memberKey, botName: bot.name },
+      { apiKey: deployment().memberKey, botName: bot.name, botId: bot.id },
     );
     expect(seen.run).toEqual({ stdout: "from the browser\n", stderr: "", code: 5, truncated: false });
     expect(seen).toMatchObject({ size: [1280, 800], signature: "PNG", read: "written by a page" });

@@ -219,8 +219,12 @@ describe("an embedded live screen", () => {
     await framed.page.close();
 
     const blocked = await watched();
+    const embedPage = blocked.page.waitForResponse((response) =>
+      response.url().startsWith(`${dashboardUrl}/embed/screen/`),
+    );
+    // `load` waits for the frame too, whether it loaded or the browser refused it
     await blocked.page.goto(`${unlisted.origin}/frame`);
-    await blocked.page.waitForTimeout(3_000);
+    expect((await embedPage).headers()["content-security-policy"]).toBe(`frame-ancestors ${listed.origin}`);
     expect(unlisted.frameRequests).toBe(0);
     for (const frame of blocked.page.frames().filter((one) => one !== blocked.page.mainFrame()))
       expect(await frame.content()).not.toContain("cubicle-screen");

@@ -1,4 +1,4 @@
-import { type Env, envReader, invalidTrustedProxies, TRUSTED_PROXY_RULE } from "@cubicle/config";
+import { bareOrigin, type Env, envReader, invalidTrustedProxies, TRUSTED_PROXY_RULE } from "@cubicle/config";
 
 export interface ProxyConfig {
   readonly host: string;
@@ -65,7 +65,7 @@ export function parseProxyConfig(source: Env): ProxyConfig {
 
   const allowedOrigins = env.list("PROXY_ALLOWED_ORIGINS");
   for (const origin of allowedOrigins)
-    if (!isOrigin(origin))
+    if (bareOrigin(origin) === undefined)
       env.problem(`PROXY_ALLOWED_ORIGINS: "${origin}" is not a bare origin like https://cubicle.example.com`);
 
   const trustedProxies = env.list("TRUSTED_PROXIES");
@@ -83,7 +83,7 @@ export function parseProxyConfig(source: Env): ProxyConfig {
     apiUrl: apiUrl.replace(/\/+$/, ""),
     allowedOrigins:
       allowedOrigins.length > 0
-        ? allowedOrigins.filter(isOrigin).map((o) => new URL(o).origin)
+        ? allowedOrigins.map(bareOrigin).filter((origin) => origin !== undefined)
         : DEFAULT_ORIGINS,
     trustedProxies,
     maxSocketsPerIp: env.integer("PROXY_MAX_SOCKETS_PER_IP", 32, 1, 100_000),
@@ -110,15 +110,6 @@ function isHttpUrl(value: string): boolean {
   try {
     const url = new URL(value);
     return url.protocol === "http:" || url.protocol === "https:";
-  } catch {
-    return false;
-  }
-}
-
-function isOrigin(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value.replace(/\/$/, "");
   } catch {
     return false;
   }

@@ -121,8 +121,11 @@ export async function startProxy(
     for (const socket of controlSockets(lease.id)) socket.followLease(lease);
   });
   // Viewers that asked for status hear whether someone controls their screen.
-  const showControl = (socket: ScreenSocket) =>
-    socket.showControlled(watch.controls(socket.capability.computerId, socket.capability.screen));
+  const showControl = (socket: ScreenSocket) => {
+    // while the stream is down nothing is known: viewers keep what they were last told
+    if (watch.connected)
+      socket.showControlled(watch.controls(socket.capability.computerId, socket.capability.screen));
+  };
   watch.on("screens", () => {
     for (const socket of sockets) showControl(socket);
   });
@@ -209,9 +212,9 @@ export async function startProxy(
   }
 
   /** Which origins may hold this socket: the dashboard's, the workspace's embed origins, or the one it is bound to. */
-  const originRule = (capability: VerifiedCapability, granted: ScreenAccess | undefined) => ({
+  const originRule = (capability: VerifiedCapability, granted: ScreenAccess) => ({
     dashboard: config.allowedOrigins,
-    embed: granted?.origins ?? [],
+    embed: granted.origins,
     bound: capability.origin,
   });
 
@@ -239,8 +242,8 @@ export async function startProxy(
       let lease: Awaited<ReturnType<ControlLeaseWatch["waitFor"]>>;
       let eventsBefore = accessEvents;
       if (capability.mode === "record") {
-        if (!originAllowed(origin, originRule(capability, undefined)))
-          return refuse(socket, "origin", request);
+        // api's recorder is a program: no page, of whatever site, may hold a socket that skips checks
+        if (origin !== undefined) return refuse(socket, "origin", request);
         // api opens one per recorded session, all from its own address: only api mints these, and
         // the per-subject limit still holds, so the per-IP limit (for browsers) does not count them
         releaseIp();

@@ -15,8 +15,11 @@ const INPUTS = [
   "web/next.config.ts",
   "web/package.json",
   "web/tsconfig.json",
-  // bundled into the dashboard: the recording format its player reads, the screen element its embed page serves
+  // bundled into the dashboard: the recording format its player reads, the screen element its embed
+  // page serves, the origin rule its embedding form checks
   "proxy/src/recording/format.ts",
+  "config/src/origin.ts",
+  "config/package.json",
   "viewer/src",
   "viewer/package.json",
   "package-lock.json",

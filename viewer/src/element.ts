@@ -246,6 +246,8 @@ export class CubicleScreenElement extends ElementBase {
       return;
     }
     this.#leaseExpiresAt = null;
+    // over until connect() says otherwise: moving the element in the page must not start it again
+    this.#wanted = false;
     if (outcome.kind === "ended" && outcome.reason === "control-ended") this.#emit("control-ended", {});
     this.#setState(outcome.kind, outcome.reason);
   }
@@ -259,6 +261,7 @@ export class CubicleScreenElement extends ElementBase {
   #retry(): void {
     const wait = nextRetryWait(this.#waits, this.#failures);
     if (wait === null) {
+      this.#wanted = false;
       this.#setState("refused", "unavailable");
       return;
     }

@@ -26,10 +26,20 @@ function plainDetail(detail: unknown): Record<string, unknown> {
 }
 
 /**
+ * The parent's origin where the browser says it (Chromium and Safari, `location.ancestorOrigins`),
+ * if it is an allowed one; else undefined, and messages are addressed to each allowed origin in turn
+ * (the browser delivers only the one that matches, logging the others as mismatches).
+ */
+function knownParentOrigin(allowed: readonly string[]): string | undefined {
+  const parent = window.location.ancestorOrigins?.[0];
+  return parent !== undefined && allowed.includes(parent) ? parent : undefined;
+}
+
+/**
  * Inside the iframe: the element asks the embedding page for each capability by postMessage (never
  * through a URL), and tells it what happens. Only `window.parent` at one of `parentOrigins` is
- * answered or heard; every message is addressed to each allowed origin in turn, so it reaches the
- * parent only if the parent is one of them. Returns a function that stops serving.
+ * answered or heard, and messages are addressed only to those origins, so they reach the parent
+ * only if it is one of them. Returns a function that stops serving (pending requests fail).
  */
 export function serveScreenFrame(
   element: CubicleScreenElement,
@@ -37,8 +47,9 @@ export function serveScreenFrame(
 ): () => void {
   // a malformed origin fails here, at set-up, rather than in postMessage inside an event listener
   const parentOrigins = options.parentOrigins.map((origin) => new URL(origin).origin);
+  const parent = knownParentOrigin(parentOrigins);
   const post = (message: FrameMessage) => {
-    for (const origin of parentOrigins) window.parent.postMessage(message, origin);
+    for (const origin of parent ? [parent] : parentOrigins) window.parent.postMessage(message, origin);
   };
   const waiting = new Map<string, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let nextId = 0;
@@ -92,6 +103,7 @@ export function serveScreenFrame(
 
   return () => {
     window.removeEventListener("message", onMessage);
+    for (const request of [...waiting.values()]) request.reject(new Error("the frame stopped serving"));
     for (const stop of forwarders) stop();
     if (element.getCapability === getCapability) element.getCapability = null;
   };

@@ -1,5 +1,5 @@
 import { type NextRequest, NextResponse } from "next/server";
-import { embedOriginsOf, frameAncestors } from "@/embedding/frame-ancestors.ts";
+import { frameAncestors, framePolicyOf } from "@/embedding/frame-ancestors.ts";
 import { formatParentOrigins, PARENT_ORIGINS_HEADER } from "@/embedding/parent-origins.ts";
 
 const EMBED_PAGE = /^\/embed\/screen\/([^/]+)$/;
@@ -13,7 +13,7 @@ const EMBED_PAGE = /^\/embed\/screen\/([^/]+)$/;
  */
 export async function proxy(request: NextRequest) {
   const workspaceId = embedPageWorkspace(request.nextUrl.pathname);
-  const origins = workspaceId ? await embedOriginsOf(workspaceId) : [];
+  const origins = workspaceId ? await framePolicyOf(workspaceId) : [];
   const requestHeaders = new Headers(request.headers);
   requestHeaders.set(PARENT_ORIGINS_HEADER, formatParentOrigins(origins));
   const response = NextResponse.next({ request: { headers: requestHeaders } });

@@ -1,5 +1,11 @@
 import path from "node:path";
-import { ConfigError, invalidTrustedProxies, TRUSTED_PROXY_RULE, withSecretFiles } from "@cubicle/config";
+import {
+  bareOrigin,
+  ConfigError,
+  invalidTrustedProxies,
+  TRUSTED_PROXY_RULE,
+  withSecretFiles,
+} from "@cubicle/config";
 import { PROVIDER_KINDS, type ProviderKind } from "@cubicle/providers/contract";
 import { z } from "zod";
 
@@ -151,21 +157,6 @@ function splitList(value: string | undefined): string[] {
     .filter((item) => item !== "");
 }
 
-/** Returns the normalized origin, or undefined when `value` is not a bare http(s) origin. */
-function toOrigin(value: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
-  if (url.username !== "" || url.password !== "") return undefined;
-  // Origins are compared against the browser's Origin header, which never carries a path, query or hash.
-  if (url.pathname !== "/" || url.search !== "" || url.hash !== "") return undefined;
-  return url.origin;
-}
-
 function positiveMilliseconds(fallback: number) {
   return optionalTrimmed.transform((v, ctx) => {
     if (v === undefined) return fallback;
@@ -195,7 +186,8 @@ const SESSION_LEASE_MS = { default: 60_000, min: 10_000, testMin: 1_000, max: 3_
 
 const MIN_METRICS_TOKEN_LENGTH = 32;
 
-const ORIGIN_RULE = "must be an http(s) origin without path, query or credentials (e.g. https://example.com)";
+const ORIGIN_RULE =
+  "must be an http(s) origin without path, query, credentials or wildcard (e.g. https://example.com)";
 
 const schema = z
   .object({
@@ -236,7 +228,7 @@ const schema = z
     DATABASE_PASSWORD: optionalTrimmed,
     PUBLIC_URL: optionalTrimmed.transform((v, ctx) => {
       if (v === undefined) return undefined;
-      const origin = toOrigin(v);
+      const origin = bareOrigin(v);
       if (origin === undefined) {
         ctx.addIssue({ code: "custom", message: ORIGIN_RULE });
         return z.NEVER;
@@ -246,13 +238,13 @@ const schema = z
     TRUSTED_ORIGINS: optionalTrimmed.transform((v, ctx) => {
       if (v === undefined) return undefined;
       const items = splitList(v);
-      const invalid = items.filter((item) => toOrigin(item) === undefined);
+      const invalid = items.filter((item) => bareOrigin(item) === undefined);
       if (invalid.length > 0) {
         const list = invalid.map((item) => JSON.stringify(item)).join(", ");
         ctx.addIssue({ code: "custom", message: `${list}: ${ORIGIN_RULE}` });
         return z.NEVER;
       }
-      return items.map((item) => toOrigin(item) ?? item);
+      return items.map((item) => bareOrigin(item) ?? item);
     }),
     LOG_LEVEL: z.preprocess(
       trimOrUnset,

@@ -1,35 +1,14 @@
+import { bareOrigin, MAX_EMBED_ORIGINS } from "@cubicle/config";
 import type { Database } from "@cubicle/db";
 import { z } from "@hono/zod-openapi";
 import type { Kysely } from "kysely";
 import type { AuditActor, AuditLog } from "../audit/audit-log.ts";
 
-/** Enough for a team's tools; a longer list is a sign of a wildcard by other means. */
-export const MAX_EMBED_ORIGINS = 20;
-
-/**
- * The origin of a URL exactly as a browser sends it in `Origin` (scheme, host, port other than the
- * default), or undefined when the text is not a bare http(s) origin: no path, query, credentials
- * or wildcard, so a listed origin means one site and nothing else.
- */
-export function bareOrigin(text: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") return undefined;
-  if (url.username || url.password || url.search || url.hash || !["", "/"].includes(url.pathname))
-    return undefined;
-  if (text.includes("*")) return undefined;
-  return url.origin;
-}
-
 export const EmbedOrigin = z
   .string()
   .max(2_048)
   .transform((text, ctx) => {
-    const origin = bareOrigin(text.trim());
+    const origin = bareOrigin(text);
     if (origin === undefined) {
       ctx.addIssue({
         code: "custom",

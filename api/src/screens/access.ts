@@ -20,12 +20,17 @@ type Caller = { kind: "user"; userId: string } | { kind: "api_key"; keyId: strin
 export const subjectOf = (caller: Caller): string =>
   caller.kind === "user" ? `user:${caller.userId}` : `api_key:${caller.keyId}`;
 
+/** Who holds a control lease: a person, or an API key (an embedding app's backend). */
+export interface ControlHolder {
+  type: "user" | "api_key";
+  id: string;
+}
+
 /** A lease holder as a capability subject: holder types are named as subjects are. */
-export const subjectOfHolder = (holder: { type: "user" | "api_key"; id: string }): string =>
-  `${holder.type}:${holder.id}`;
+export const subjectOfHolder = (holder: ControlHolder): string => `${holder.type}:${holder.id}`;
 
 /** The lease holder a caller is, when it takes, renews or releases control. */
-export const holderOfCaller = (caller: Caller): { type: "user" | "api_key"; id: string } =>
+export const holderOfCaller = (caller: Caller): ControlHolder =>
   caller.kind === "user" ? { type: "user", id: caller.userId } : { type: "api_key", id: caller.keyId };
 
 /**

@@ -1,8 +1,9 @@
 import type { ControlLease, Database, DatabaseHandle } from "@cubicle/db";
 import { type Kysely, sql } from "kysely";
+import { WORKSPACE_ROLES } from "../access/roles.ts";
 import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import { iso } from "../http/iso.ts";
-import { screenAccessOf, subjectOfHolder } from "./access.ts";
+import { type ControlHolder, controlRefusal, screenAccessOf, subjectOfHolder } from "./access.ts";
 
 /**
  * Control leases in the database: one live lease per screen (the partial unique index
@@ -32,12 +33,6 @@ export interface LiveLease extends ControlLease {
   holder_name: string;
   /** A person's; null for an API key. */
   holder_email: string | null;
-}
-
-/** Who holds a control lease: a person, or an API key (an embedding app's backend). */
-export interface ControlHolder {
-  type: ControlLease["holder_type"];
-  id: string;
 }
 
 export const holderOf = (lease: ControlLease): ControlHolder => ({
@@ -184,31 +179,52 @@ export async function expireDue(
   return expired;
 }
 
+/** The roles whose holders may control a screen (screens/access.ts says who may). */
+const CONTROLLING_ROLES = WORKSPACE_ROLES.filter((role) => controlRefusal(role) === undefined);
+
 /**
  * Ends, as revoked, every live lease whose holder may no longer control screens of its workspace
- * (a person removed from it or given a role below member; a key revoked, expired, deleted, or whose
- * creator lost the role), so that its control server stops and the screen is free again instead
- * of staying held until the lease runs out. Who may is screenAccessOf's one rule; the UPDATE then
- * ends only leases still live, committed with their records, so replicas running this together
- * end, audit and announce each lease once.
+ * (a person removed from it or given a role below member; a key revoked, expired, deleted, or
+ * capped below member by its creator's role), so that its control server stops and the screen is
+ * free again instead of staying held until the lease runs out. It runs every few hundred
+ * milliseconds on every replica: people's leases are judged in one UPDATE; a key's role needs
+ * screenAccessOf (its metadata and its creator's role), asked only of leases keys hold, which are
+ * few. Either way the UPDATE ends only leases still live, committed with their records, so
+ * replicas running this together end, audit and announce each lease once.
  */
 export async function revokeFormerControllers(
   store: LeaseStore,
   db: Kysely<Database> = store.database.db,
 ): Promise<ControlLease[]> {
   if (!db.isTransaction) return db.transaction().execute((trx) => revokeFormerControllers(store, trx));
-  const former: string[] = [];
-  for (const lease of await liveLeases(db).execute()) {
+  const formerKeys: string[] = [];
+  const keyLeases = await liveLeases(db).where("control_leases.holder_type", "=", "api_key").execute();
+  for (const lease of keyLeases) {
     const access = await screenAccessOf(db, subjectOfHolder(holderOf(lease)), lease.workspace_id);
-    if (!access.modes.includes("control")) former.push(lease.id);
+    if (!access.modes.includes("control")) formerKeys.push(lease.id);
   }
-  if (former.length === 0) return [];
   const revoked = await db
     .updateTable("control_leases")
     .set({ released_at: sql`now()`, release_reason: "revoked" })
-    .where("id", "in", former)
     .where("released_at", "is", null)
     .where("expires_at", ">", sql<Date>`now()`)
+    .where(({ and, or, not, exists, selectFrom, eb }) =>
+      or([
+        and([
+          eb("control_leases.holder_type", "=", "user"),
+          not(
+            exists(
+              selectFrom("member")
+                .select("member.id")
+                .whereRef("member.organizationId", "=", "control_leases.workspace_id")
+                .whereRef("member.userId", "=", "control_leases.holder_id")
+                .where("member.role", "in", CONTROLLING_ROLES),
+            ),
+          ),
+        ]),
+        eb("control_leases.id", "in", formerKeys.length > 0 ? formerKeys : [""]),
+      ]),
+    )
     .returningAll()
     .execute();
   for (const lease of revoked) await recordChange(store, db, SYSTEM_ACTOR, "revoked", lease);

@@ -172,7 +172,7 @@ const releaseControl = defineRoute(
     operationId: "releaseScreenControl",
     method: "delete",
     path: `${SCREEN_PATH}/control/{leaseId}`,
-    summary: "Release control (the holder), or revoke it (an admin or owner)",
+    summary: "Release control (the holder), or revoke it (an admin or owner, signed in as a person)",
     description: "Names the lease, so a late release never ends a newer lease of the same screen.",
     tags: ["Screens"],
     request: { params: LeaseParams },
@@ -299,7 +299,9 @@ export function screenRoutes() {
       const lease = await leaseOnScreen(deps.database.db, leaseId, computer.id, screen);
       if (!lease) throw notFound("control lease");
       const reason = isHeldBy(lease, holderOfCaller(caller)) ? "released" : "revoked";
-      if (reason === "revoked" && !hasRole(c.var.workspace.role, "admin")) throw notHolder();
+      // taking control away from someone is a person's decision, however strong a key's role
+      if (reason === "revoked" && (caller.kind !== "user" || !hasRole(c.var.workspace.role, "admin")))
+        throw notHolder();
       if (!isLive(lease)) throw leaseEnded();
       const ended = await endLease(deps, leaseId, reason, actorOf(caller));
       if (!ended) throw leaseEnded();
@@ -336,6 +338,10 @@ const controlHeld = (lease: LiveLease) =>
   );
 
 const notHolder = () =>
-  new HttpProblem(403, "NOT_LEASE_HOLDER", "Only the holder may do this (an admin or owner may revoke).");
+  new HttpProblem(
+    403,
+    "NOT_LEASE_HOLDER",
+    "Only the holder may do this (an admin or owner, signed in as a person, may revoke).",
+  );
 
 const leaseEnded = () => new HttpProblem(409, "LEASE_ENDED", "That control lease has already ended.");

@@ -25,7 +25,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn("updated_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
   await sql`
-    create trigger embed_origins_changed after update or delete on workspace_embed_origins
+    create trigger embed_origins_changed after update on workspace_embed_origins
+    for each row when (old.origins is distinct from new.origins)
+    execute function announce_access_change('workspace_id')`.execute(db);
+  await sql`
+    create trigger embed_origins_removed after delete on workspace_embed_origins
     for each row execute function announce_access_change('workspace_id')`.execute(db);
 
   await db.schema.alterTable("control_leases").dropConstraint("control_leases_holder_user_id_fkey").execute();

@@ -1,6 +1,7 @@
 "use client";
 
 import Link from "next/link";
+import { controllerName } from "@/screens/control.ts";
 import { EmptyState, ErrorNote, Loading } from "@/ui/feedback.tsx";
 import { Time } from "@/ui/time.tsx";
 import { useWorkspace } from "@/workspaces/queries.ts";
@@ -96,7 +97,7 @@ function Controllers({ computer }: { computer: Computer }) {
     <ul className={styles.plainList}>
       {computer.control.map((lease) => (
         <li key={lease.leaseId}>
-          {lease.holder.name} (screen {lease.index})
+          {controllerName(lease.holder)} (screen {lease.index})
         </li>
       ))}
     </ul>

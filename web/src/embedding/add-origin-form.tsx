@@ -1,8 +1,9 @@
 "use client";
 
+import { MAX_EMBED_ORIGINS } from "@cubicle/config/origin";
 import { type FormEvent, useId, useState } from "react";
 import { ErrorNote } from "@/ui/feedback.tsx";
-import { MAX_EMBED_ORIGINS, readEmbedOrigin } from "./embed-origin.ts";
+import { readEmbedOrigin } from "./embed-origin.ts";
 import type { useSetEmbedOrigins } from "./queries.ts";
 
 /**

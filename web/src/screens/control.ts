@@ -91,3 +91,7 @@ export function useScreenControl(computer: Computer, screen: number, me: Person)
   });
   return { take, renew, end };
 }
+
+/** Who controls a screen, as the dashboard names them: a person by name, a key as a key. */
+export const controllerName = (holder: { type: "user" | "api_key"; name: string }): string =>
+  holder.type === "api_key" ? `API key “${holder.name}”` : holder.name;

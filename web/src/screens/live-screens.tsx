@@ -57,7 +57,7 @@ function RunningScreens({ computer, me, role }: { computer: Computer; me: Person
   const recorded = leaseOf(computer, selected.index);
   // A lease past its expiry is over even before the next poll drops it from the record.
   const lease = useNotExpired(recorded?.expiresAt) ? recorded : undefined;
-  const controlling = lease?.holder.id === me.userId;
+  const controlling = lease?.holder.type === "user" && lease.holder.id === me.userId;
   const label = screenLabel(selected);
   const ended = useControlEnded(controlling, label);
 

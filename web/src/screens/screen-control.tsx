@@ -6,7 +6,7 @@ import type { Computer } from "@/computers/queries.ts";
 import { Busy, ErrorNote } from "@/ui/feedback.tsx";
 import { exactTime } from "@/ui/format.ts";
 import { atLeast, type Role } from "@/workspaces/queries.ts";
-import { type ControlLease, useScreenControl } from "./control.ts";
+import { type ControlLease, controllerName, useScreenControl } from "./control.ts";
 import { minutesAndSeconds, useSecondsLeft } from "./lease-clock.ts";
 import styles from "./screens.module.css";
 
@@ -30,7 +30,7 @@ export function ScreenControl({
   role: Role | undefined;
 }) {
   const { take, renew, end } = useScreenControl(computer, screen, me);
-  const mine = lease?.holder.id === me.userId;
+  const mine = lease?.holder.type === "user" && lease.holder.id === me.userId;
   const busy = take.isPending || renew.isPending || end.isPending;
   const error = take.error ?? renew.error ?? end.error;
 
@@ -58,7 +58,7 @@ export function ScreenControl({
     body = (
       <>
         <span className="badge">
-          {lease.holder.name} controls screen {screen}
+          {controllerName(lease.holder)} controls screen {screen}
         </span>
         <LeaseCountdown lease={lease} owner="Their control" />
         {atLeast(role, "admin") ? (
