@@ -1024,7 +1024,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Release control (the holder), or revoke it (an admin or owner)
+         * Release control (the holder), or revoke it (an admin or owner, signed in as a person)
          * @description Names the lease, so a late release never ends a newer lease of the same screen.
          *
          *     Access: workspace member or higher.
