@@ -3,7 +3,8 @@ import type { Computer } from "@cubicle/db";
 import { CapabilityKeyring, mintServiceToken, verifyCapability } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputer } from "./support/computers.ts";
-import { expectStatus, type RawResponse, startTestApi, type TestApi } from "./support/harness.ts";
+import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { problem } from "./support/sessions.ts";
 import { EventStreamReader } from "./support/sse.ts";
 import { buildWorld, type World } from "./support/world.ts";
 
@@ -32,13 +33,6 @@ afterAll(() => t?.close());
 
 const originsPath = (workspaceId = w.workspaceId) => `/v1/workspaces/${workspaceId}/embed-origins`;
 const mintPath = () => `/v1/workspaces/${w.workspaceId}/computers/${computer.id}/screens/0/capabilities`;
-
-function problem(response: RawResponse, status: number, code: string) {
-  expect(response.status, response.text.slice(0, 300)).toBe(status);
-  expect(response.headers.get("content-type")).toContain("application/problem+json");
-  expect(response.json).toMatchObject({ status, code });
-  return response.json as { detail: string; errors?: Array<{ path: string; message: string }> };
-}
 
 describe("embed origins", () => {
   it("are none until an admin lists some; members read them, only admins (people) change them, audited", async () => {

@@ -145,7 +145,11 @@ export function problem(response: RawResponse, status: number, code: string) {
   expect(response.status, response.text.slice(0, 400)).toBe(status);
   expect(response.headers.get("content-type")).toContain("application/problem+json");
   expect(response.json).toMatchObject({ status, code });
-  return response.json as { detail?: string; code: string };
+  return response.json as {
+    detail?: string;
+    code: string;
+    errors?: Array<{ path: string; message: string }>;
+  };
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
