@@ -84,7 +84,7 @@ export default defineConfig({
           ...twoAtATime,
           include: ["{db,api}/test/**/*.test.ts"],
           env: { CUBICLE_TEST_DB: "postgres" },
-          globalSetup: ["db/src/testing/global-setup.ts"],
+          globalSetup: ["db/testing/global-setup.ts"],
         },
       },
       {
@@ -122,7 +122,7 @@ export default defineConfig({
           include: ["reliability/test/{faults,load}/**/*.test.ts"],
           // the production dialect: faults and load are about the real database server's behaviour
           env: { CUBICLE_TEST_DB: "postgres" },
-          globalSetup: ["db/src/testing/global-setup.ts"],
+          globalSetup: ["db/testing/global-setup.ts"],
         },
       },
       {
@@ -133,7 +133,7 @@ export default defineConfig({
           ...twoAtATime,
           include: ["reliability/test/hostile/**/*.test.ts"],
           env: { CUBICLE_TEST_DB: "postgres" },
-          globalSetup: ["db/src/testing/global-setup.ts"],
+          globalSetup: ["db/testing/global-setup.ts"],
         },
       },
     ],

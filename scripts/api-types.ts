@@ -3,8 +3,8 @@
 // committed file is current.
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { startTestApi } from "@cubicle/api/testing/harness";
 import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
-import { startTestApi } from "../api/test/support/harness.ts";
 
 export const SCHEMA_FILE = new URL("../client/src/schema.d.ts", import.meta.url);
 

@@ -2,9 +2,8 @@
 // its own process as in production — the dashboard, the api, the screen proxy and, when computers run
 // in local Docker, the supervisor — sharing the development secrets the api keeps under DATA_DIR.
 import { type ChildProcess, spawn } from "node:child_process";
+import { ConfigError, parseEnv, resolveSecrets } from "@cubicle/api/config";
 import { emulatedVendor, runsOnThisMachine, usesSupervisor } from "@cubicle/providers";
-import { ConfigError, parseEnv } from "../api/src/config/env.ts";
-import { resolveSecrets } from "../api/src/config/secrets.ts";
 import {
   ensureBoxDesktopImage,
   ensureComputerImage,

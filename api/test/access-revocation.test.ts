@@ -4,17 +4,17 @@ import type { Computer } from "@cubicle/db";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { CapabilityKeyring, mintCapability } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer, destroyMachine, machineFor } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi, type TestClient } from "./support/harness.ts";
+import { createComputer, destroyMachine, machineFor } from "../testing/computers.ts";
+import { expectStatus, startTestApi, type TestApi, type TestClient } from "../testing/harness.ts";
 import {
   ACCESS_REVOKED,
   CONTROL_ENDED,
   expectClosedByTheChange,
   expectStillLive,
-} from "./support/revocation.ts";
-import { type OpenedScreen, openScreenSocket, refusedStatus } from "./support/screen-socket.ts";
-import { until } from "./support/until.ts";
-import { buildWorld, join, type Role, type World } from "./support/world.ts";
+} from "../testing/revocation.ts";
+import { type OpenedScreen, openScreenSocket, refusedStatus } from "../testing/screen-socket.ts";
+import { until } from "../testing/until.ts";
+import { buildWorld, join, type Role, type World } from "../testing/world.ts";
 
 /**
  * Access taken away closes the sockets it opened: the real api, two real proxy replicas following

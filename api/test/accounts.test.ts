@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
 
 let t: TestApi;
 beforeAll(async () => {

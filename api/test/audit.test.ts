@@ -6,8 +6,8 @@ import {
   startTestApi,
   type TestApi,
   type TestClient,
-} from "./support/harness.ts";
-import { buildWorld, join, type World } from "./support/world.ts";
+} from "../testing/harness.ts";
+import { buildWorld, join, type World } from "../testing/world.ts";
 
 let t: TestApi;
 let w: World;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 /**
  * Better Auth is mounted for accounts only. Its organization and API-key endpoints would change

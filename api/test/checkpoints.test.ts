@@ -5,12 +5,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SYSTEM_ACTOR } from "../src/audit/audit-log.ts";
 import { destroyComputer, ensureRunning, stopComputer } from "../src/computers/lifecycle.ts";
-import { type CheckpointView, checkpointsOn } from "./support/checkpoints.ts";
-import { deploymentSecrets, expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { filesOf } from "./support/homes.ts";
-import { createBot, problem } from "./support/sessions.ts";
-import { until } from "./support/until.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { type CheckpointView, checkpointsOn } from "../testing/checkpoints.ts";
+import { deploymentSecrets, expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { filesOf } from "../testing/homes.ts";
+import { createBot, problem } from "../testing/sessions.ts";
+import { until } from "../testing/until.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 const sha = (text: string | Buffer) => createHash("sha256").update(text).digest("hex");
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApi, type TestApi, TRUSTED_ORIGIN } from "./support/harness.ts";
-import { cookiesOf, requestFrom } from "./support/peer.ts";
+import { startTestApi, type TestApi, TRUSTED_ORIGIN } from "../testing/harness.ts";
+import { cookiesOf, requestFrom } from "../testing/peer.ts";
 
 /**
  * Whose address the api records (audit log, sign-in limit): the peer's own, unless the peer is a

@@ -5,9 +5,9 @@ import {
   startTestApi,
   type TestApi,
   type TestClient,
-} from "./support/harness.ts";
-import { createBot, problem, SessionClient, shellResult } from "./support/sessions.ts";
-import { buildWorld, type World } from "./support/world.ts";
+} from "../testing/harness.ts";
+import { createBot, problem, SessionClient, shellResult } from "../testing/sessions.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 /**
  * People's computer tools (shell and files on the whole home, no session) on the fake provider:

@@ -23,8 +23,8 @@ import {
   startTestApi,
   type TestApi,
   type TestClient,
-} from "./support/harness.ts";
-import { buildWorld, type World } from "./support/world.ts";
+} from "../testing/harness.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 const ACTOR: AuditActor = { type: "system", id: null, label: "computers test" };
 const encode = (text: string) => new TextEncoder().encode(text);

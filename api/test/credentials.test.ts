@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectStatus, type RawResponse, startTestApi, type TestApi } from "./support/harness.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { expectStatus, type RawResponse, startTestApi, type TestApi } from "../testing/harness.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 let t: TestApi;
 let w: World;

@@ -7,9 +7,9 @@ import { EGRESS_LEVELS, type SandboxProvider } from "@cubicle/providers/contract
 import { fakeEgress } from "@cubicle/providers/testing";
 import { CapabilityKeyring, mintServiceToken } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { createComputer } from "../testing/computers.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 const KEY = randomBytes(32).toString("base64url");
 const keyring = new CapabilityKeyring({ current: KEY });

@@ -9,9 +9,9 @@ import {
 import { fakeEgress } from "@cubicle/providers/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { machineRefOf } from "../src/computers/repository.ts";
-import { expectStatus, type RawResponse, startTestApi, type TestApi } from "./support/harness.ts";
-import { until } from "./support/until.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { expectStatus, type RawResponse, startTestApi, type TestApi } from "../testing/harness.ts";
+import { until } from "../testing/until.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 const METRICS_TOKEN = randomBytes(32).toString("base64url");
 /** Short enough that a test sees a window end, long enough that one round's refusals share it. */

@@ -2,11 +2,11 @@ import { randomBytes } from "node:crypto";
 import type { Computer } from "@cubicle/db";
 import { CapabilityKeyring, mintServiceToken, verifyCapability } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { problem } from "./support/sessions.ts";
-import { EventStreamReader } from "./support/sse.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { createComputer } from "../testing/computers.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { problem } from "../testing/sessions.ts";
+import { EventStreamReader } from "../testing/sse.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 const KEY = randomBytes(32).toString("base64url");
 const keyring = new CapabilityKeyring({ current: KEY });

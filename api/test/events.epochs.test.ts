@@ -2,10 +2,10 @@ import type { DatabaseHandle } from "@cubicle/db";
 import { openTestDatabase } from "@cubicle/db/testing";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectIncreasing, followEvents } from "./support/events.ts";
-import { deploymentSecrets, startTestApi, type TestApi } from "./support/harness.ts";
-import { createBot, problem } from "./support/sessions.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { expectIncreasing, followEvents } from "../testing/events.ts";
+import { deploymentSecrets, startTestApi, type TestApi } from "../testing/harness.ts";
+import { createBot, problem } from "../testing/sessions.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 /**
  * Event epochs: a database restored onto another Postgres server keeps the old server's (large)

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectIncreasing, followEvents } from "./support/events.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { createBot, problem, SessionClient } from "./support/sessions.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { expectIncreasing, followEvents } from "../testing/events.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { createBot, problem, SessionClient } from "../testing/sessions.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 /**
  * GET /v1/workspaces/{id}/events on one api (the fake provider): what a member sees of a session's

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { documentedRoutes, openApiDocument } from "./support/openapi.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { documentedRoutes, openApiDocument } from "../testing/openapi.ts";
 
 const METRICS_TOKEN = randomBytes(32).toString("base64url");
 let t: TestApi;

@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Computer } from "@cubicle/db";
+// the proxy's side of the upload, against the real ingest
+import { ProxyMetrics, Recorder } from "@cubicle/proxy";
 import { CapabilityKeyring, mintServiceToken, verifyCapability } from "@cubicle/proxy/capability";
 import {
   concatBytes,
@@ -14,9 +16,6 @@ import {
 import { sql } from "kysely";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-// the proxy's side of the upload, against the real ingest
-import { ProxyMetrics } from "../../proxy/src/metrics.ts";
-import { Recorder } from "../../proxy/src/recording/recorder.ts";
 import {
   client,
   framebufferUpdate,
@@ -32,12 +31,12 @@ import {
 import { STALE_REASON } from "../src/recordings/housekeeping.ts";
 import { createPendingRecording, tidyRecordings } from "../src/recordings/index.ts";
 import { PROXY_WENT_AWAY } from "../src/recordings/ingest.ts";
-import { recordingOf, upload } from "../src/recordings/testing/uploads.ts";
-import { createComputer } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi, type TestClient } from "./support/harness.ts";
-import { problem } from "./support/sessions.ts";
-import { until } from "./support/until.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { createComputer } from "../testing/computers.ts";
+import { expectStatus, startTestApi, type TestApi, type TestClient } from "../testing/harness.ts";
+import { recordingOf, upload } from "../testing/recording-uploads.ts";
+import { problem } from "../testing/sessions.ts";
+import { until } from "../testing/until.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 const KEY = randomBytes(32).toString("base64url");
 const keyring = new CapabilityKeyring({ current: KEY });

@@ -2,19 +2,19 @@ import { EGRESS_LEVELS } from "@cubicle/providers/contract";
 import { RECORDING_FILE_MAGIC } from "@cubicle/proxy/recording";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPendingRecording } from "../src/recordings/index.ts";
-import { recordingOf, upload } from "../src/recordings/testing/uploads.ts";
-import { createComputer } from "./support/computers.ts";
+import { createComputer } from "../testing/computers.ts";
 import {
   expectStatus,
   type RawResponse,
   startTestApi,
   type TestApi,
   type TestClient,
-} from "./support/harness.ts";
-import { documentedRoutes, type Method, openApiDocument } from "./support/openapi.ts";
-import { freeWorkspaceSessions } from "./support/sessions.ts";
-import { until } from "./support/until.ts";
-import { buildWorld, join, type Role, type World } from "./support/world.ts";
+} from "../testing/harness.ts";
+import { documentedRoutes, type Method, openApiDocument } from "../testing/openapi.ts";
+import { recordingOf, upload } from "../testing/recording-uploads.ts";
+import { freeWorkspaceSessions } from "../testing/sessions.ts";
+import { until } from "../testing/until.ts";
+import { buildWorld, join, type Role, type World } from "../testing/world.ts";
 
 /**
  * Who may call what: one row per /v1 route, one expected outcome per caller. A number is the

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { until } from "./support/until.ts";
-import { buildWorld } from "./support/world.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { until } from "../testing/until.ts";
+import { buildWorld } from "../testing/world.ts";
 
 const running: TestApi[] = [];
 afterEach(async () => {

@@ -3,18 +3,18 @@ import type { Computer } from "@cubicle/db";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { CapabilityKeyring, mintCapability } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer, destroyMachine, machineFor } from "./support/computers.ts";
+import { createComputer, destroyMachine, machineFor } from "../testing/computers.ts";
 import {
   expectStatus,
   startTestApi,
   type TestApi,
   type TestClient,
   TRUSTED_ORIGIN,
-} from "./support/harness.ts";
-import { expectStillLive } from "./support/revocation.ts";
-import { openScreenSocket, refusedStatus } from "./support/screen-socket.ts";
-import { startVendorScreen } from "./support/vendor-screen.ts";
-import { buildWorld, type World } from "./support/world.ts";
+} from "../testing/harness.ts";
+import { expectStillLive } from "../testing/revocation.ts";
+import { openScreenSocket, refusedStatus } from "../testing/screen-socket.ts";
+import { startVendorScreen } from "../testing/vendor-screen.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 /**
  * The screen path end to end: api mints, the real proxy verifies and relays, a real desktop screen

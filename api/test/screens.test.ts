@@ -9,16 +9,16 @@ import {
 } from "@cubicle/proxy/capability";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { revokeFormerControllers } from "../src/screens/control-leases.ts";
-import { createComputer, machineFor } from "./support/computers.ts";
+import { createComputer, machineFor } from "../testing/computers.ts";
 import {
   expectStatus,
   type RawResponse,
   startTestApi,
   type TestApi,
   type TestClient,
-} from "./support/harness.ts";
-import { EventStreamReader } from "./support/sse.ts";
-import { buildWorld, type World } from "./support/world.ts";
+} from "../testing/harness.ts";
+import { EventStreamReader } from "../testing/sse.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 const KEY = randomBytes(32).toString("base64url");
 const keyring = new CapabilityKeyring({ current: KEY });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningApi, startApi } from "../src/server.ts";
-import { expectStatus, startTestApi, type TestApi, TestClient } from "./support/harness.ts";
+import { expectStatus, startTestApi, type TestApi, TestClient } from "../testing/harness.ts";
 import {
   createBot,
   freeWorkspaceSessions,
@@ -8,8 +8,8 @@ import {
   problem,
   SessionClient,
   sleep,
-} from "./support/sessions.ts";
-import { buildWorld, type World } from "./support/world.ts";
+} from "../testing/sessions.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 /**
  * Sessions (execution leases) and their screens on the fake provider: one open session per bot,

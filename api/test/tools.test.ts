@@ -3,10 +3,10 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import type { Computer } from "@cubicle/db";
 import { extract, pack } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { machineFor } from "./support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "./support/harness.ts";
-import { createBot, type OpenedSession, problem, SessionClient } from "./support/sessions.ts";
-import { buildWorld, type World } from "./support/world.ts";
+import { machineFor } from "../testing/computers.ts";
+import { expectStatus, startTestApi, type TestApi } from "../testing/harness.ts";
+import { createBot, type OpenedSession, problem, SessionClient } from "../testing/sessions.ts";
+import { buildWorld, type World } from "../testing/world.ts";
 
 /**
  * The session tools on the fake provider: where paths lead on Team and Private computers, files,

@@ -5,8 +5,8 @@ import {
   startTestApi,
   type TestApi,
   type TestClient,
-} from "./support/harness.ts";
-import { join } from "./support/world.ts";
+} from "../testing/harness.ts";
+import { join } from "../testing/world.ts";
 
 let t: TestApi;
 beforeAll(async () => {

@@ -4,8 +4,8 @@
  * and Team bots (sharing the workspace's Team Computer), and one open session per bot, held by the
  * key, with a small file written on its computer.
  */
-import { expectStatus, type TestClient } from "../../api/test/support/harness.ts";
-import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
+import { expectStatus, type TestClient } from "@cubicle/api/testing/harness";
+import { createBot, type OpenedSession, SessionClient } from "@cubicle/api/testing/sessions";
 
 /** A small file on each session's computer, for the load's file reads. */
 export const NOTES_FILE = "notes.txt";

@@ -11,13 +11,13 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { syncFileSystem } from "../../api/src/checkpoints/store/durability.ts";
 import {
   createCheckpointSealing,
   createFileCheckpointStore,
   type RevisionInfo,
-} from "../../api/src/checkpoints/store/index.ts";
-import { changesOf } from "../../api/src/checkpoints/store/testing/homes.ts";
+  syncFileSystem,
+} from "@cubicle/api/checkpoints/store";
+import { changesOf } from "@cubicle/api/testing/homes";
 import { onAbort } from "../abort.ts";
 import { envInteger, type MeasureRow, printMeasures, printTable, times } from "../report.ts";
 import { buildHome, changeFiles } from "./home.ts";

@@ -9,9 +9,7 @@
  * say where an update ends, which a viewer must know before asking for the next one.
  */
 import type { Duplex } from "node:stream";
-import { ByteReader } from "../../proxy/src/rfb/byte-reader.ts";
-import { versionMessage } from "../../proxy/src/rfb/handshake.ts";
-import { Encoding } from "../../proxy/src/rfb/server-messages.ts";
+import { ByteReader, Encoding, versionMessage } from "@cubicle/proxy/testing";
 import type { RfbPath } from "../proxy/paths.ts";
 
 // The proxy's table, with the two encodings noVNC asks for that the proxy cuts out of a view

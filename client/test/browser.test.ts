@@ -1,5 +1,5 @@
+import { launchChromium } from "@cubicle/e2e/testing/browser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../../e2e/test/support/browser.ts";
 import type * as Library from "../src/index.ts";
 import { servePageWithClient } from "../testing/browser-page.ts";
 import { deployment, makeBot } from "../testing/index.ts";

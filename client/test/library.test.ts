@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { until } from "@cubicle/api/testing/until";
 import { describe, expect, it } from "vitest";
-import { until } from "../../api/test/support/until.ts";
 import {
   ComputerBusyError,
   CubicleError,

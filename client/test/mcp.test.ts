@@ -2,12 +2,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { until } from "@cubicle/api/testing/until";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { until } from "../../api/test/support/until.ts";
 import { must } from "../src/index.ts";
 import { deployment, makeBot, memberClient, pngSize } from "../testing/index.ts";
 

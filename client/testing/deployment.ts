@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
+import { destroyMachines } from "@cubicle/api/testing/computers";
+import { expectStatus } from "@cubicle/api/testing/harness";
+import { startApiOnTestSupervisor } from "@cubicle/api/testing/supervisor-process";
 import type { TestProject } from "vitest/node";
-import { destroyMachines } from "../../api/test/support/computers.ts";
-import { expectStatus } from "../../api/test/support/harness.ts";
-import { startApiOnTestSupervisor } from "../../api/test/support/supervisor-process.ts";
 
 /** What the client suites are given: one real deployment, reached only over its public api. */
 export interface ClientDeployment {

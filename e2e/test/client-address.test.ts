@@ -1,6 +1,6 @@
+import { cookiesOf, requestFrom } from "@cubicle/api/testing/peer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cookiesOf, requestFrom } from "../../api/test/support/peer.ts";
-import { type Stack, startStack } from "./support/stack.ts";
+import { type Stack, startStack } from "../testing/stack.ts";
 
 /**
  * The start command's dashboard in front of its api: the address the audit log records for a

@@ -20,10 +20,10 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { expectStatus, TestClient } from "@cubicle/api/testing/harness";
+import { createBot, SessionClient } from "@cubicle/api/testing/sessions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
-import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
-import { ComposeStack, docker, inspect, run, UP_TIMEOUT_MS } from "./support/compose.ts";
+import { ComposeStack, docker, inspect, run, UP_TIMEOUT_MS } from "../testing/compose.ts";
 
 const PASSWORD = "correct horse battery staple";
 const BLOB = "backup/blob.bin";

@@ -12,7 +12,7 @@ import { QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { startDaytonaEmulator } from "@cubicle/emulators/daytona";
 import { startE2bEmulator } from "@cubicle/emulators/e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ComposeStack, docker, inspect, UP_TIMEOUT_MS } from "./support/compose.ts";
+import { ComposeStack, docker, inspect, UP_TIMEOUT_MS } from "../testing/compose.ts";
 
 const EDGE = "172.31.245";
 const GATEWAY = `${EDGE}.1`;

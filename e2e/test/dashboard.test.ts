@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
+import { expectStatus, TestClient } from "@cubicle/api/testing/harness";
+import { shellResult } from "@cubicle/api/testing/sessions";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
-import { shellResult } from "../../api/test/support/sessions.ts";
 import {
   canvasRegion,
   clickRemote,
@@ -17,8 +17,8 @@ import {
   waitForLive,
   XTERM_POINT,
   XTERM_REGION,
-} from "./support/dashboard.ts";
-import { JOURNEY_TIMEOUT_MS, setUpJourneys } from "./support/journey.ts";
+} from "../testing/dashboard.ts";
+import { JOURNEY_TIMEOUT_MS, setUpJourneys } from "../testing/journey.ts";
 
 /**
  * The dashboard as people use it: Debian's Chromium drives the built Next.js dashboard, which talks

@@ -6,11 +6,11 @@
  * stack's own doctor run is in compose-stack.test.ts.)
  */
 import { randomBytes } from "node:crypto";
+import { expectStatus, TestClient } from "@cubicle/api/testing/harness";
+import { createBot, SessionClient } from "@cubicle/api/testing/sessions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
-import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
-import { docker, run } from "./support/compose.ts";
-import { type Stack, startStack } from "./support/stack.ts";
+import { docker, run } from "../testing/compose.ts";
+import { type Stack, startStack } from "../testing/stack.ts";
 
 describe("cubicle doctor on npm start", () => {
   const tag = randomBytes(4).toString("hex");

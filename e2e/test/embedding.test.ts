@@ -2,21 +2,21 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createComputer, destroyMachine, machineFor } from "@cubicle/api/testing/computers";
+import { expectStatus, type TestApi } from "@cubicle/api/testing/harness";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import type { Computer } from "@cubicle/db";
 import { findFreePort } from "@cubicle/db/testing";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
+// @ts-expect-error the viewer's build script is plain JavaScript
+import { buildViewer } from "@cubicle/viewer/build";
 import type { Browser, Frame, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer, destroyMachine, machineFor } from "../../api/test/support/computers.ts";
-import { expectStatus, type TestApi } from "../../api/test/support/harness.ts";
-import { buildWorld, type World } from "../../api/test/support/world.ts";
 // @ts-expect-error plain JavaScript, shared with the start command
 import { webServerCommand } from "../../scripts/lib/web.mjs";
-// @ts-expect-error the viewer's build script is plain JavaScript
-import { buildViewer } from "../../viewer/build.mjs";
-import { startApiAndProxy } from "./support/api-and-proxy.ts";
-import { launchChromium } from "./support/browser.ts";
-import { type EmbeddingApp, startEmbeddingApp } from "./support/embedding-app.ts";
+import { startApiAndProxy } from "../testing/api-and-proxy.ts";
+import { launchChromium } from "../testing/browser.ts";
+import { type EmbeddingApp, startEmbeddingApp } from "../testing/embedding-app.ts";
 
 /**
  * Embedded live screens: a team's own app on another loopback origin shows a bot's screen with

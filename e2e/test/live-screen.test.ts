@@ -1,15 +1,15 @@
 import { join } from "node:path";
+import { createComputer, machineFor } from "@cubicle/api/testing/computers";
+import { expectStatus, type TestApi } from "@cubicle/api/testing/harness";
+import { buildWorld } from "@cubicle/api/testing/world";
 import type { RunningProxy } from "@cubicle/proxy";
 import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createComputer, machineFor } from "../../api/test/support/computers.ts";
-import { expectStatus, type TestApi } from "../../api/test/support/harness.ts";
-import { buildWorld } from "../../api/test/support/world.ts";
-import { startApiAndProxy } from "./support/api-and-proxy.ts";
-import { launchChromium } from "./support/browser.ts";
-import { canvasSummary } from "./support/canvas.ts";
-import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
+import { startApiAndProxy } from "../testing/api-and-proxy.ts";
+import { launchChromium } from "../testing/browser.ts";
+import { canvasSummary } from "../testing/canvas.ts";
+import { type NovncPage, serveNovncPage } from "../testing/novnc-page.ts";
 
 /**
  * A person's view of a live screen: Debian's Chromium runs noVNC (the client the dashboard embeds),

@@ -2,17 +2,17 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { checkpointsOn } from "@cubicle/api/testing/checkpoints";
+import { machineFor } from "@cubicle/api/testing/computers";
+import { expectStatus, startTestApi, type TestApi } from "@cubicle/api/testing/harness";
+import { createBot, type OpenedSession, SessionClient } from "@cubicle/api/testing/sessions";
+import { type LoginSite, startLoginSite } from "@cubicle/api/testing/site-for-computers";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import type { DatabaseHandle } from "@cubicle/db";
 import { openTestDatabase } from "@cubicle/db/testing";
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkpointsOn } from "../../api/test/support/checkpoints.ts";
-import { machineFor } from "../../api/test/support/computers.ts";
-import { expectStatus, startTestApi, type TestApi } from "../../api/test/support/harness.ts";
-import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
-import { type LoginSite, startLoginSite } from "../../api/test/support/site-for-computers.ts";
-import { until } from "../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../api/test/support/world.ts";
 
 /**
  * Switching providers is a setting, not a migration: a Team Computer's home made on `docker`,

@@ -17,8 +17,8 @@ import {
   waitForLive,
   XTERM_POINT,
   XTERM_REGION,
-} from "./support/dashboard.ts";
-import { JOURNEY_TIMEOUT_MS, setUpJourneys } from "./support/journey.ts";
+} from "../testing/dashboard.ts";
+import { JOURNEY_TIMEOUT_MS, setUpJourneys } from "../testing/journey.ts";
 
 /**
  * Recording and replay as an admin uses them, on the real stack (dashboard, api, proxy, a Docker

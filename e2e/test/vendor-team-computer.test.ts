@@ -1,24 +1,24 @@
 import { join } from "node:path";
+import { destroyMachines, machineFor } from "@cubicle/api/testing/computers";
+import { expectStatus, type RawResponse, type TestApi } from "@cubicle/api/testing/harness";
+import { createBot, SessionClient } from "@cubicle/api/testing/sessions";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { RunningProxy } from "@cubicle/proxy";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { destroyMachines, machineFor } from "../../api/test/support/computers.ts";
-import { expectStatus, type RawResponse, type TestApi } from "../../api/test/support/harness.ts";
-import { createBot, SessionClient } from "../../api/test/support/sessions.ts";
-import { until } from "../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../api/test/support/world.ts";
-import { startApiAndProxy } from "./support/api-and-proxy.ts";
-import { launchChromium } from "./support/browser.ts";
-import { canvasSummary } from "./support/canvas.ts";
-import { type NovncPage, serveNovncPage } from "./support/novnc-page.ts";
+import { startApiAndProxy } from "../testing/api-and-proxy.ts";
+import { launchChromium } from "../testing/browser.ts";
+import { canvasSummary } from "../testing/canvas.ts";
+import { type NovncPage, serveNovncPage } from "../testing/novnc-page.ts";
 import {
   expectClosedOnRelease,
   expectPointerFollows,
   openInPage,
   vendorAnswer,
   watchedPage as watchedPageOf,
-} from "./support/screen-pages.ts";
+} from "../testing/screen-pages.ts";
 
 /**
  * A Team Computer on each vendor emulator (the vendor's adapter and its unmodified SDK against the

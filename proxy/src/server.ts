@@ -26,6 +26,8 @@ import { ScreenSocket, ScreenWebSocket } from "./sockets/screen-socket.ts";
 
 export { ConfigError } from "@cubicle/config";
 export { type ProxyConfig, parseProxyConfig } from "./config.ts";
+export { ProxyMetrics } from "./metrics.ts";
+export { Recorder } from "./recording/recorder.ts";
 export { CLOSE } from "./sockets/screen-socket.ts";
 
 // Often enough that a watched computer never looks idle (SANDBOX_IDLE_MS is minutes).

@@ -1,9 +1,9 @@
-import { createPendingRecording } from "../../api/src/recordings/index.ts";
-import { recordingOf, upload } from "../../api/src/recordings/testing/uploads.ts";
-import { expectStatus, type TestApi, type TestClient } from "../../api/test/support/harness.ts";
-import { createBot } from "../../api/test/support/sessions.ts";
-import { until } from "../../api/test/support/until.ts";
-import { join } from "../../api/test/support/world.ts";
+import { createPendingRecording } from "@cubicle/api/recordings";
+import { expectStatus, type TestApi, type TestClient } from "@cubicle/api/testing/harness";
+import { recordingOf, upload } from "@cubicle/api/testing/recording-uploads";
+import { createBot } from "@cubicle/api/testing/sessions";
+import { until } from "@cubicle/api/testing/until";
+import { join } from "@cubicle/api/testing/world";
 
 /** One object of every kind a route names in its path, by the path parameter that names it. */
 export type Objects = Record<string, string> & { apiKey: string; fence: string };

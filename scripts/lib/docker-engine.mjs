@@ -25,7 +25,7 @@ import {
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { imageVersion } from "../../computer-image/version.mjs";
+import { imageVersion } from "@cubicle/computer-image/version";
 import { root, runOrExit } from "./run.mjs";
 import { onPath } from "./system-packages.mjs";
 import { ensureWebBuilt } from "./web.mjs";

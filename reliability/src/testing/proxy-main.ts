@@ -4,7 +4,11 @@
  * as one JSON line, so that what is measured afterwards is what the proxy still holds, not garbage
  * V8 had not got round to. Never for production: nothing but a test starts this file.
  */
-import "../../../proxy/src/main.ts";
+import { runService } from "@cubicle/config";
+import { parseProxyConfig, startProxy } from "@cubicle/proxy";
+
+// What proxy/src/main.ts runs, started here so that the hooks below join it.
+await runService("proxy", () => startProxy(parseProxyConfig(process.env)));
 
 const collect = (globalThis as { gc?: () => void }).gc;
 if (!collect) throw new Error("start the proxy with node --expose-gc to weigh it");

@@ -3,18 +3,17 @@
  * job's round: the other replica takes the job over within one period, and what the dead one was
  * doing is either done whole by the survivor or not at all (nothing ended without its record).
  */
+
+import { CONTROL_EXPIRY_EVERY_MS, lockKeyOf, SESSION_EXPIRY_EVERY_MS } from "@cubicle/api/housekeeping";
+import { type ApiProcess, startApiProcess } from "@cubicle/api/testing/api-process";
+import { deploymentSecrets, expectStatus, type TestClient } from "@cubicle/api/testing/harness";
+import { createBot, SessionClient } from "@cubicle/api/testing/sessions";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import { type Database, type DatabaseHandle, openDatabase } from "@cubicle/db";
 import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { type Kysely, sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
-import { lockKeyOf } from "../../../api/src/housekeeping/periodic-job.ts";
-import { CONTROL_EXPIRY_EVERY_MS } from "../../../api/src/screens/control-expiry.ts";
-import { SESSION_EXPIRY_EVERY_MS } from "../../../api/src/sessions/expiry.ts";
-import { type ApiProcess, startApiProcess } from "../../../api/test/support/api-process.ts";
-import { deploymentSecrets, expectStatus, type TestClient } from "../../../api/test/support/harness.ts";
-import { createBot, SessionClient } from "../../../api/test/support/sessions.ts";
-import { until } from "../../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { type Tally, tally } from "../../src/tally.ts";
 
 const LEASE_MS = 1_500;

@@ -3,12 +3,13 @@
  * away), reconnects by itself, and no answered change is half done: every bot it said it made
  * exists with its audit record, and every bot that exists has exactly one.
  */
+
+import { expectStatus, startTestApi, type TestApi } from "@cubicle/api/testing/harness";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import { openDatabase } from "@cubicle/db";
 import { createEmptyDatabase, startTemporaryPostgres, type TemporaryPostgres } from "@cubicle/db/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { expectStatus, startTestApi, type TestApi } from "../../../api/test/support/harness.ts";
-import { until } from "../../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { tally } from "../../src/tally.ts";
 
 const WORKERS = 4;

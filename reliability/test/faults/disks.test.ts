@@ -11,18 +11,15 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { checkpointsOn, manifestsOn, writeUnderWay } from "@cubicle/api/testing/checkpoints";
+import { destroyMachines } from "@cubicle/api/testing/computers";
+import { expectStatus, type TestApi } from "@cubicle/api/testing/harness";
+import { filesOf } from "@cubicle/api/testing/homes";
+import { createBot, problem, SessionClient } from "@cubicle/api/testing/sessions";
+import { type SupervisorProcess, startApiOnSupervisor } from "@cubicle/api/testing/supervisor-process";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkpointsOn, manifestsOn, writeUnderWay } from "../../../api/test/support/checkpoints.ts";
-import { destroyMachines } from "../../../api/test/support/computers.ts";
-import { expectStatus, type TestApi } from "../../../api/test/support/harness.ts";
-import { filesOf } from "../../../api/test/support/homes.ts";
-import { createBot, problem, SessionClient } from "../../../api/test/support/sessions.ts";
-import {
-  type SupervisorProcess,
-  startApiOnSupervisor,
-} from "../../../api/test/support/supervisor-process.ts";
-import { until } from "../../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { tally } from "../../src/tally.ts";
 
 const SLOW = 240_000;

@@ -7,16 +7,13 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { destroyMachines } from "@cubicle/api/testing/computers";
+import { expectStatus, type TestApi } from "@cubicle/api/testing/harness";
+import { createBot, type OpenedSession, problem, SessionClient } from "@cubicle/api/testing/sessions";
+import { type SupervisorProcess, startApiOnSupervisor } from "@cubicle/api/testing/supervisor-process";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { destroyMachines } from "../../../api/test/support/computers.ts";
-import { expectStatus, type TestApi } from "../../../api/test/support/harness.ts";
-import { createBot, type OpenedSession, problem, SessionClient } from "../../../api/test/support/sessions.ts";
-import {
-  type SupervisorProcess,
-  startApiOnSupervisor,
-} from "../../../api/test/support/supervisor-process.ts";
-import { until } from "../../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { tally } from "../../src/tally.ts";
 
 const SLOW = 240_000;

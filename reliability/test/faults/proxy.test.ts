@@ -5,23 +5,19 @@
  * dead proxy had admitted stay spent.
  */
 import { randomBytes } from "node:crypto";
-import type { Computer } from "@cubicle/db";
-import { SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { createComputer, destroyMachine } from "../../../api/test/support/computers.ts";
+import { createComputer, destroyMachine } from "@cubicle/api/testing/computers";
 import {
   expectStatus,
   startTestApi,
   type TestApi,
   type TestClient,
   TRUSTED_ORIGIN,
-} from "../../../api/test/support/harness.ts";
-import {
-  type OpenedScreen,
-  openScreenSocket,
-  refusedStatus,
-} from "../../../api/test/support/screen-socket.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
+} from "@cubicle/api/testing/harness";
+import { type OpenedScreen, openScreenSocket, refusedStatus } from "@cubicle/api/testing/screen-socket";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
+import type { Computer } from "@cubicle/db";
+import { SCREEN_PROTOCOL } from "@cubicle/proxy/capability";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { type ProxyProcess, startProxyProcess } from "../../src/proxy-process.ts";
 import { changedRows, type Expected, snapshotRows } from "../../src/rows.ts";
 import { tally } from "../../src/tally.ts";

@@ -12,25 +12,16 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { destroyMachines } from "@cubicle/api/testing/computers";
+import { expectStatus, type TestApi, TRUSTED_ORIGIN } from "@cubicle/api/testing/harness";
+import { memberRobot, setRecordingMode, startRecordingApi } from "@cubicle/api/testing/recorded-stack";
+import { openScreenSocket } from "@cubicle/api/testing/screen-socket";
+import { createBot, type OpenedSession, type SessionClient, sleep } from "@cubicle/api/testing/sessions";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import { RECORDING_FILE_MAGIC, RecordKind, RecordReader } from "@cubicle/proxy/recording";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { destroyMachines } from "../../../api/test/support/computers.ts";
-import { expectStatus, type TestApi, TRUSTED_ORIGIN } from "../../../api/test/support/harness.ts";
-import {
-  memberRobot,
-  setRecordingMode,
-  startRecordingApi,
-} from "../../../api/test/support/recorded-stack.ts";
-import { openScreenSocket } from "../../../api/test/support/screen-socket.ts";
-import {
-  createBot,
-  type OpenedSession,
-  type SessionClient,
-  sleep,
-} from "../../../api/test/support/sessions.ts";
-import { until } from "../../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { type ProxyProcess, startProxyProcess } from "../../src/proxy-process.ts";
 import { tally } from "../../src/tally.ts";
 

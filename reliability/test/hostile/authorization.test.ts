@@ -1,5 +1,4 @@
-import { afterAll, beforeAll, describe, it, type TestContext } from "vitest";
-import { startTestApi, type TestApi } from "../../../api/test/support/harness.ts";
+import { startTestApi, type TestApi } from "@cubicle/api/testing/harness";
 import {
   type DocumentedRoute,
   documentedRoutes,
@@ -8,8 +7,9 @@ import {
   pathParams,
   requiredQuery,
   sampleOf,
-} from "../../../api/test/support/openapi.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
+} from "@cubicle/api/testing/openapi";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
+import { afterAll, beforeAll, describe, it, type TestContext } from "vitest";
 import { fill, furnish, type Objects } from "../../src/objects.ts";
 import { type Answer, type Expectation, refusals } from "../../src/refusals.ts";
 import { changedRows, type Expected, refusalRecorded, snapshotRows } from "../../src/rows.ts";

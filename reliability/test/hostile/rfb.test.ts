@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { machineFor } from "@cubicle/api/testing/computers";
+import { type OpenedScreen, openScreenSocket } from "@cubicle/api/testing/screen-socket";
 import { CapabilityKeyring, mintCapability } from "@cubicle/proxy/capability";
 import { ClientMessageType, type RfbClient } from "@cubicle/proxy/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { machineFor } from "../../../api/test/support/computers.ts";
-import { type OpenedScreen, openScreenSocket } from "../../../api/test/support/screen-socket.ts";
 import { tally } from "../../src/tally.ts";
 import { type ScreenStack, startScreenStack } from "./support/screen-proxy.ts";
 import { type RecordingRelay, startRecordingRelay } from "./testing/recording-relay.ts";

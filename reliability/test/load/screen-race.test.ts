@@ -1,13 +1,8 @@
+import { createComputer } from "@cubicle/api/testing/computers";
+import { expectStatus, startTestApi, type TestApi, type TestClient } from "@cubicle/api/testing/harness";
+import { buildWorld, join, type World } from "@cubicle/api/testing/world";
 import type { Computer } from "@cubicle/db";
 import { afterAll, beforeAll, it } from "vitest";
-import { createComputer } from "../../../api/test/support/computers.ts";
-import {
-  expectStatus,
-  startTestApi,
-  type TestApi,
-  type TestClient,
-} from "../../../api/test/support/harness.ts";
-import { buildWorld, join, type World } from "../../../api/test/support/world.ts";
 import { tally } from "../../src/tally.ts";
 
 /**

@@ -1,11 +1,6 @@
+import { expectStatus, type RawResponse, startTestApi, type TestApi } from "@cubicle/api/testing/harness";
+import { createBot, type OpenedSession, SessionClient } from "@cubicle/api/testing/sessions";
 import { afterAll, beforeAll, it } from "vitest";
-import {
-  expectStatus,
-  type RawResponse,
-  startTestApi,
-  type TestApi,
-} from "../../../api/test/support/harness.ts";
-import { createBot, type OpenedSession, SessionClient } from "../../../api/test/support/sessions.ts";
 import { tally } from "../../src/tally.ts";
 
 /**

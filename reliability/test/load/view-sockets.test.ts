@@ -1,16 +1,11 @@
 import { randomBytes } from "node:crypto";
+import { createComputer, destroyMachine } from "@cubicle/api/testing/computers";
+import { expectStatus, startTestApi, type TestApi, TRUSTED_ORIGIN } from "@cubicle/api/testing/harness";
+import { type OpenedScreen, openScreenSocket } from "@cubicle/api/testing/screen-socket";
+import { until } from "@cubicle/api/testing/until";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import type { Computer } from "@cubicle/db";
 import { afterAll, beforeAll, it } from "vitest";
-import { createComputer, destroyMachine } from "../../../api/test/support/computers.ts";
-import {
-  expectStatus,
-  startTestApi,
-  type TestApi,
-  TRUSTED_ORIGIN,
-} from "../../../api/test/support/harness.ts";
-import { type OpenedScreen, openScreenSocket } from "../../../api/test/support/screen-socket.ts";
-import { until } from "../../../api/test/support/until.ts";
-import { buildWorld, type World } from "../../../api/test/support/world.ts";
 import { type ProxyMemory, type ProxyProcess, startProxyProcess } from "../../src/proxy-process.ts";
 import { tally } from "../../src/tally.ts";
 

@@ -1,3 +1,4 @@
+export { syncFileSystem } from "./durability.ts";
 export { EXCLUDED_FROM_REVISIONS, excludedFromRevisions } from "./excluded.ts";
 export {
   createFileCheckpointStore,

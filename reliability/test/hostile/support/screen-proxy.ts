@@ -1,13 +1,13 @@
 import { request } from "node:http";
+import { createComputer, destroyMachine } from "@cubicle/api/testing/computers";
+import { expectStatus, type TestApi, TRUSTED_ORIGIN } from "@cubicle/api/testing/harness";
+import { openScreenSocket } from "@cubicle/api/testing/screen-socket";
+import { buildWorld, type World } from "@cubicle/api/testing/world";
 import type { Computer } from "@cubicle/db";
+import { startApiAndProxy } from "@cubicle/e2e/testing/api-and-proxy";
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { RunningProxy } from "@cubicle/proxy";
 import { type CapabilityGrant, SCREEN_PATH } from "@cubicle/proxy/capability";
-import { createComputer, destroyMachine } from "../../../../api/test/support/computers.ts";
-import { expectStatus, type TestApi, TRUSTED_ORIGIN } from "../../../../api/test/support/harness.ts";
-import { openScreenSocket } from "../../../../api/test/support/screen-socket.ts";
-import { buildWorld, type World } from "../../../../api/test/support/world.ts";
-import { startApiAndProxy } from "../../../../e2e/test/support/api-and-proxy.ts";
 
 /**
  * The real screen path a hostile client attacks: an api on the desktop provider (a real Xvfb and

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Computer } from "@cubicle/db";
 import { expect } from "vitest";
-import { machineOfRecord } from "../../src/computers/repository.ts";
+import { machineOfRecord } from "../src/computers/repository.ts";
 import { expectStatus, type TestApi } from "./harness.ts";
 import { treeOf } from "./homes.ts";
 import { createBot, type OpenedSession, SessionClient } from "./sessions.ts";

@@ -1,6 +1,6 @@
 import { type CapabilityKeyring, mintServiceToken } from "@cubicle/proxy/capability";
 import { concatBytes, encodeRecord, type RecordingRecord, RecordKind } from "@cubicle/proxy/recording";
-import { serverInit } from "../decode/testing/rfb-stream.ts";
+import { serverInit } from "../src/recordings/decode/testing/rfb-stream.ts";
 
 /** A recording's records as the proxy would send them: a ServerInit (1280×800), then `extra`, then END. */
 export function recordingOf(

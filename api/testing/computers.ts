@@ -1,5 +1,5 @@
 import type { Computer } from "@cubicle/db";
-import { type Machine, machineRefOf } from "../../src/computers/repository.ts";
+import { type Machine, machineRefOf } from "../src/computers/repository.ts";
 import type { TestApi } from "./harness.ts";
 
 /**

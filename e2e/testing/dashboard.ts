@@ -4,7 +4,7 @@ import type { Locator, Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { expect } from "vitest";
 
-export const ARTIFACTS = resolve(import.meta.dirname, "..", "..", "artifacts");
+export const ARTIFACTS = resolve(import.meta.dirname, "..", "artifacts");
 
 export const PASSWORD = "correct horse battery";
 // Screen 0 of a Docker computer: an xterm at the top left, Chromium beside it (see computer-image).

@@ -15,9 +15,9 @@
 import { createInterface } from "node:readline";
 import { openDatabase } from "@cubicle/db";
 import { pack } from "tar-stream";
-import { replicaStoreLock } from "../../src/checkpoints/replica-lock.ts";
-import { createCheckpointSealing, createFileCheckpointStore } from "../../src/checkpoints/store/index.ts";
-import { pseudoRandomBytes } from "../../src/checkpoints/store/testing/homes.ts";
+import { replicaStoreLock } from "../src/checkpoints/replica-lock.ts";
+import { createCheckpointSealing, createFileCheckpointStore } from "../src/checkpoints/store/index.ts";
+import { pseudoRandomBytes } from "../src/checkpoints/store/testing/homes.ts";
 
 const REPLICA_WORKSPACE = "ws-replicas";
 const CHUNK = 64 * 1024;

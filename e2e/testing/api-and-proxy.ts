@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { startTestApi, type TestApi } from "@cubicle/api/testing/harness";
 import { findFreePort } from "@cubicle/db/testing";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
-import { startTestApi, type TestApi } from "../../../api/test/support/harness.ts";
 
 /**
  * A real api and a real screen proxy that share one capability key, the proxy admitting sockets

@@ -38,7 +38,7 @@ export class SupervisorProcess {
 
   async start(): Promise<void> {
     const child = spawn(process.execPath, ["--import", "tsx", "supervisor/src/main.ts"], {
-      cwd: join(import.meta.dirname, "../../.."),
+      cwd: join(import.meta.dirname, "../.."),
       env: {
         ...process.env,
         DATA_DIR: this.dataDir,

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type DatabaseHandle, openDatabase } from "@cubicle/db";
 import { createTestDatabaseUrl, findFreePort, openTestDatabase } from "@cubicle/db/testing";
-import { parseEnv } from "../../src/config/env.ts";
-import type { DestinationStream } from "../../src/observability/logger.ts";
-import { type RunningApi, startApi } from "../../src/server.ts";
+import { parseEnv } from "../src/config/env.ts";
+import type { DestinationStream } from "../src/observability/logger.ts";
+import { type RunningApi, startApi } from "../src/server.ts";
 
 /** The dashboard origin the API trusts by default; cookie-authenticated changes must carry it. */
 export const TRUSTED_ORIGIN = "http://127.0.0.1:3000";

@@ -1,9 +1,9 @@
+import type { TestApi } from "@cubicle/api/testing/harness";
+import { until } from "@cubicle/api/testing/until";
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { Browser, Page } from "playwright-core";
 import { expect } from "vitest";
 import { WebSocket } from "ws";
-import type { TestApi } from "../../../api/test/support/harness.ts";
-import { until } from "../../../api/test/support/until.ts";
 
 /**
  * A page of the test's noVNC page (served from `pageOrigin`) that records every URL, header and

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
 
-const repoRoot = resolve(import.meta.dirname, "..", "..", "..");
+const repoRoot = resolve(import.meta.dirname, "..", "..");
 const STARTUP_TIMEOUT_MS = 180_000;
 
 export interface Stack {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
 
-export const repoRoot = resolve(import.meta.dirname, "..", "..", "..");
+export const repoRoot = resolve(import.meta.dirname, "..", "..");
 export const UP_TIMEOUT_MS = 300_000;
 
 export interface RunResult {

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
 import { TestClient } from "./harness.ts";
 
-const API_MAIN = resolve(import.meta.dirname, "..", "..", "src", "main.ts");
+const API_MAIN = resolve(import.meta.dirname, "..", "src", "main.ts");
 const STARTUP_TIMEOUT_MS = 60_000;
 
 export interface ApiProcess {

@@ -1,7 +1,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { snapshot, type TreeEntry, untarInto } from "../../src/checkpoints/store/testing/homes.ts";
+import { snapshot, type TreeEntry, untarInto } from "../src/checkpoints/store/testing/homes.ts";
+
+// The store's own listing of a home, for benchmarks that checkpoint synthetic homes.
+export { changesOf } from "../src/checkpoints/store/testing/homes.ts";
 
 /** Every path of a home tar (files by content hash), to compare two homes entry for entry. */
 export async function treeOf(tar: ReadableStream<Uint8Array>): Promise<Map<string, TreeEntry>> {

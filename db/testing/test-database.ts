@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { inject } from "vitest";
-import { type DatabaseHandle, openDatabase } from "../connect.ts";
+import { type DatabaseHandle, openDatabase } from "../src/connect.ts";
 import { createEmptyDatabase } from "./temporary-postgres.ts";
 
 /**
