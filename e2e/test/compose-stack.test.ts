@@ -12,12 +12,12 @@ import { randomBytes } from "node:crypto";
 import { cpSync, readFileSync, rmSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { join } from "node:path";
+import { startEgressHosts } from "@cubicle/host/testing/egress-hosts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus, TestClient } from "../../api/test/support/harness.ts";
 import { openScreenSocket } from "../../api/test/support/screen-socket.ts";
 import { createBot, type OpenedSession, SessionClient } from "../../api/test/support/sessions.ts";
 import { until } from "../../api/test/support/until.ts";
-import { startEgressHosts } from "../../supervisor/src/testing/egress-hosts-net.ts";
 import { ComposeStack, docker, inspect, repoRoot, run, UP_TIMEOUT_MS } from "./support/compose.ts";
 
 const SERVICES = ["postgres", "api", "supervisor", "proxy", "web"] as const;
