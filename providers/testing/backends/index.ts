@@ -113,7 +113,11 @@ async function startSupervisorProgram(): Promise<{ url: string; token: string; c
     env: { ...env, DATA_DIR: dataDir, SANDBOX_SUPERVISOR_TOKEN: token, SUPERVISOR_PORT: "0" },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // "error" alone when it could not be started at all
+  const exited = new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.once("error", () => resolve());
+  });
   // a test process that ends without its cleanup must not leave the supervisor behind
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
@@ -146,7 +150,7 @@ async function startSupervisorProgram(): Promise<{ url: string; token: string; c
       });
       child.once("exit", (code, signal) => {
         clearTimeout(timer);
-        reject(new Error(`the supervisor exited (${signal ?? code}) before it listened`));
+        reject(new Error(`${SUPERVISOR_PROGRAM} exited (${signal ?? code}) before it listened`));
       });
     });
     // its later lines are read and dropped, so a full pipe never blocks it
