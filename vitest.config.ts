@@ -51,7 +51,7 @@ export default defineConfig({
           name: "unit",
           ...twoAtATime,
           include: [
-            "{db,api,proxy,supervisor,config,providers,client,viewer}/src/**/*.test.ts",
+            "{db,api,proxy,supervisor,config,providers,client,viewer,host}/src/**/*.test.ts",
             "providers/testing/fake/**/*.test.ts",
             "scripts/**/*.test.ts",
             "emulators/src/**/*.test.ts",

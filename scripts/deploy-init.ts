@@ -10,9 +10,9 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { hostFirewallRule } from "@cubicle/host/host-firewall";
 import { usesSupervisor } from "@cubicle/providers";
 import type { ProviderKind } from "@cubicle/providers/contract";
-import { hostFirewallRule } from "@cubicle/supervisor/host-firewall";
 import { root } from "./lib/run.mjs";
 
 const SECRET_NAMES = [

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createSupervisorClient } from "@cubicle/supervisor/client";
+import { createSupervisorClient } from "@cubicle/providers/supervisor-wire";
 import type { TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { destroyMachines } from "../testing/computers.ts";

@@ -21,9 +21,9 @@ import { expectStatus, startTestApi, type TestApi } from "@cubicle/api/testing/h
 import { openScreenSocket } from "@cubicle/api/testing/screen-socket";
 import { buildWorld, type World } from "@cubicle/api/testing/world";
 import { findFreePort } from "@cubicle/db/testing";
+import { vncAnswers } from "@cubicle/host/testing/vnc";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
-import { vncAnswers } from "@cubicle/supervisor/testing/vnc";
 import { onAbort } from "../abort.ts";
 import { envInteger, printMeasures, printTable, times } from "../report.ts";
 import { ALL_STEPS, type Call, OTHER, recordSupervisorCalls, stepsBetween } from "./supervisor-calls.ts";

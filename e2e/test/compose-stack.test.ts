@@ -16,7 +16,7 @@ import { expectStatus, TestClient } from "@cubicle/api/testing/harness";
 import { openScreenSocket } from "@cubicle/api/testing/screen-socket";
 import { createBot, type OpenedSession, SessionClient } from "@cubicle/api/testing/sessions";
 import { until } from "@cubicle/api/testing/until";
-import { startEgressHosts } from "@cubicle/supervisor/testing/egress-hosts";
+import { startEgressHosts } from "@cubicle/host/testing/egress-hosts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ComposeStack, docker, inspect, repoRoot, run, UP_TIMEOUT_MS } from "../testing/compose.ts";
 

@@ -1,7 +1,7 @@
+import { COMPUTER_ID_HEADER, WORKSPACE_ID_HEADER } from "@cubicle/providers/supervisor-wire";
 import { describe, expect, it } from "vitest";
 import { createApp } from "./app.ts";
 import { stubManager } from "./testing/stub-manager.ts";
-import { COMPUTER_ID_HEADER, WORKSPACE_ID_HEADER } from "./wire.ts";
 
 const TOKEN = "s".repeat(40);
 const IDENTITY = { [COMPUTER_ID_HEADER]: "computer-1", [WORKSPACE_ID_HEADER]: "workspace-1" };

@@ -5,17 +5,20 @@
  * (no capability, no mount namespace, no chroot).
  */
 import { randomBytes } from "node:crypto";
-import Docker from "dockerode";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSupervisorClient, type SupervisorClient } from "./client.ts";
 import {
   CHROMIUM_SANDBOX_PROBE,
   type ChromiumSandboxReport,
   chromiumSandboxReport,
   expectChromiumSandboxed,
-} from "./testing/chromium-sandbox.ts";
+} from "@cubicle/host/testing/chromium-sandbox";
+import {
+  type ComputerRef,
+  createSupervisorClient,
+  type SupervisorClient,
+} from "@cubicle/providers/supervisor-wire";
+import Docker from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
-import type { ComputerRef } from "./wire.ts";
 
 const LONG = { timeout: 240_000 };
 

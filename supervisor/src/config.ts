@@ -1,8 +1,7 @@
-import { readFileSync } from "node:fs";
 import { isIPv4 } from "node:net";
 import path from "node:path";
 import { type Env, envReader } from "@cubicle/config";
-import { DEFAULT_SUPERVISOR_PORT } from "./wire.ts";
+import { DEFAULT_SUPERVISOR_PORT } from "@cubicle/providers/supervisor-wire";
 
 export { ConfigError } from "@cubicle/config";
 
@@ -49,32 +48,6 @@ export interface SupervisorConfig {
 
 /** The configuration once the computers' DNS servers are known. */
 export type DockerConfig = Omit<SupervisorConfig, "dns"> & { readonly dns: readonly string[] };
-
-/**
- * The host's own IPv4 name servers, loopback ones left out (a computer cannot reach the host's
- * loopback). Behind systemd-resolved (127.0.0.53) its upstream servers, as Docker itself does.
- */
-export function hostNameservers(
-  files: readonly string[] = ["/etc/resolv.conf", "/run/systemd/resolve/resolv.conf"],
-): string[] {
-  for (const file of files) {
-    let text = "";
-    try {
-      text = readFileSync(file, "utf8");
-    } catch {
-      continue;
-    }
-    const found = nameserversIn(text);
-    if (found.length > 0) return found;
-  }
-  return [];
-}
-
-/** A resolv.conf's IPv4 name servers but loopback ones. */
-export const nameserversIn = (text: string): string[] =>
-  [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)]
-    .map((match) => match[1] as string)
-    .filter((address) => isIPv4(address) && !address.startsWith("127."));
 
 export const MIN_TOKEN_LENGTH = 32;
 

@@ -5,8 +5,12 @@
  * instead of running without it.
  */
 import { randomBytes } from "node:crypto";
+import {
+  createSupervisorClient,
+  type SupervisorClient,
+  SupervisorError,
+} from "@cubicle/providers/supervisor-wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSupervisorClient, type SupervisorClient, SupervisorError } from "./client.ts";
 import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
 
 const missing = `cubicle-no-firewall-${randomBytes(3).toString("hex")}`;

@@ -9,14 +9,18 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { type EgressHosts, startEgressHosts } from "@cubicle/host/testing/egress-hosts";
 import type { EgressPolicy } from "@cubicle/providers/contract";
+import {
+  type ComputerRef,
+  createSupervisorClient,
+  type SupervisorClient,
+  SupervisorError,
+} from "@cubicle/providers/supervisor-wire";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSupervisorClient, type SupervisorClient, SupervisorError } from "./client.ts";
 import { computerTag, EGRESS_CHAIN } from "./egress/rules.ts";
-import { type EgressHosts, startEgressHosts } from "./testing/egress-hosts-net.ts";
 import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
-import type { ComputerRef } from "./wire.ts";
 
 const LONG = { timeout: 300_000 };
 const suffix = randomBytes(4).toString("hex");

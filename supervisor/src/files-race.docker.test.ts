@@ -7,14 +7,18 @@
  * nothing outside it may be written.
  */
 import { randomBytes } from "node:crypto";
+import { FrameDemuxer } from "@cubicle/host/docker-frames";
+import {
+  type ComputerRef,
+  createSupervisorClient,
+  type SupervisorClient,
+  SupervisorError,
+} from "@cubicle/providers/supervisor-wire";
 import Docker from "dockerode";
 import { pack } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSupervisorClient, type SupervisorClient, SupervisorError } from "./client.ts";
-import { FrameDemuxer } from "./containers/docker/demux.ts";
 import { collectExec, exitCodeOf } from "./containers/docker/exec.ts";
 import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
-import type { ComputerRef } from "./wire.ts";
 
 /**
  * Operations of each small kind (read, write, listing, delete), and of the costly ones. Each op is

@@ -55,6 +55,7 @@ export async function startSupervisor(
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+  // one line a parent process can read the url from (bin/cubicle-supervisor.mjs, port 0)
   log(`cubicle supervisor listening on ${url}`);
   return {
     url,

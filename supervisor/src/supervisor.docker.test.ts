@@ -10,14 +10,18 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { holdVncConnection, vncAccepts, vncAnswers } from "@cubicle/host/testing/vnc";
 import { type CommandEvent, OUTPUT_TRUNCATED_MARKER } from "@cubicle/providers/contract";
+import {
+  type ComputerRef,
+  createSupervisorClient,
+  type SupervisorClient,
+  SupervisorError,
+} from "@cubicle/providers/supervisor-wire";
 import Docker from "dockerode";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSupervisorClient, type SupervisorClient, SupervisorError } from "./client.ts";
 import { distinctPixels } from "./testing/png.ts";
-import { holdVncConnection, vncAccepts, vncAnswers } from "./testing/vnc.ts";
-import type { ComputerRef } from "./wire.ts";
 
 const IMAGE = "cubicle-computer:latest";
 

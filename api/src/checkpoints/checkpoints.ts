@@ -1,6 +1,6 @@
 import type { Checkpoint, CheckpointReason, Computer, Database, DatabaseHandle } from "@cubicle/db";
+import { KeyedLock } from "@cubicle/host/keyed-lock";
 import { ProviderError } from "@cubicle/providers/contract";
-import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import type { Kysely } from "kysely";
 import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import type { MachineCheckpoints, MachineMoment, StopReason } from "../computers/lifecycle.ts";

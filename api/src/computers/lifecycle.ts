@@ -1,6 +1,6 @@
 import type { Bot, Computer, ComputerState, Database, DatabaseHandle } from "@cubicle/db";
+import { KeyedLock } from "@cubicle/host/keyed-lock";
 import { ProviderError } from "@cubicle/providers/contract";
-import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type AuditActor, type AuditLog, SYSTEM_ACTOR } from "../audit/audit-log.ts";
 import { applyToMachine } from "../egress/apply.ts";

@@ -1,4 +1,4 @@
-import type { Diagnosis } from "@cubicle/supervisor/client";
+import type { Diagnosis } from "@cubicle/providers/supervisor-wire";
 import { describe, expect, it } from "vitest";
 import { type Check, providerChecks, supervisorChecks } from "./checks.ts";
 import type { DoctorView } from "./routes.ts";

@@ -1,5 +1,5 @@
-import type { Diagnosis } from "@cubicle/supervisor/client";
-import { hostFirewallRule } from "@cubicle/supervisor/host-firewall";
+import { hostFirewallRule } from "@cubicle/host/host-firewall";
+import type { Diagnosis } from "@cubicle/providers/supervisor-wire";
 import type { DoctorView } from "./routes.ts";
 
 /** One finding of `cubicle doctor`: a problem fails the run, a warning does not. */

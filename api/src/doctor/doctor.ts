@@ -1,6 +1,6 @@
 import { usesSupervisor } from "@cubicle/providers";
+import { createSupervisorClient, SupervisorError } from "@cubicle/providers/supervisor-wire";
 import { CapabilityKeyring, mintServiceToken } from "@cubicle/proxy/capability";
-import { createSupervisorClient, SupervisorError } from "@cubicle/supervisor/client";
 import { type ApiEnv, ConfigError, parseEnv } from "../config/env.ts";
 import { resolveSecrets, type Secrets } from "../config/secrets.ts";
 import { type Check, providerChecks, supervisorChecks } from "./checks.ts";

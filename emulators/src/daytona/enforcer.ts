@@ -1,5 +1,5 @@
 import { lookup } from "node:dns/promises";
-import { localRunner } from "@cubicle/supervisor/egress/runner";
+import { localRunner } from "@cubicle/host/firewall-runner";
 import type { MachineFirewall } from "../machines/firewall.ts";
 import { outboundRulesOf, type ResolveName } from "./network.ts";
 import type { Sandbox } from "./sandbox.ts";

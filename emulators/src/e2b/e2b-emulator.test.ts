@@ -6,7 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { get as httpGet } from "node:http";
-import { startEgressHosts } from "@cubicle/supervisor/testing/egress-hosts";
+import { startEgressHosts } from "@cubicle/host/testing/egress-hosts";
 import {
   ALL_TRAFFIC,
   AuthenticationError,

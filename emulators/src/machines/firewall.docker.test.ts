@@ -7,7 +7,7 @@
 import { execFile, execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { promisify } from "node:util";
-import { type EgressHosts, startEgressHosts } from "@cubicle/supervisor/testing/egress-hosts";
+import { type EgressHosts, startEgressHosts } from "@cubicle/host/testing/egress-hosts";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { E2B_DESKTOP_IMAGE } from "../e2b/index.ts";

@@ -6,9 +6,9 @@
  * address). Traffic from the machine to the Docker host itself is not forwarded and so not filtered.
  */
 import { isIPv4 } from "node:net";
-import { type Iptables, iptablesOf } from "@cubicle/supervisor/egress/iptables";
-import { localRunner } from "@cubicle/supervisor/egress/runner";
-import { KeyedLock } from "@cubicle/supervisor/keyed-lock";
+import { localRunner } from "@cubicle/host/firewall-runner";
+import { type Iptables, iptablesOf } from "@cubicle/host/iptables";
+import { KeyedLock } from "@cubicle/host/keyed-lock";
 
 /** One outbound rule of a machine; the first rule that matches a new connection decides. */
 export interface OutboundRule {

@@ -1,4 +1,4 @@
-export type { OutputStream, Piece } from "@cubicle/supervisor/docker-frames";
+export type { OutputStream, Piece } from "@cubicle/host/docker-frames";
 export { type Connection, ContainerSandbox } from "./container-sandbox.ts";
 export { localEngine, MachineMissing, MachineNotRunning } from "./engine.ts";
 export { type ContainerProcess, type ProcessSpec, WorkingDirMissing } from "./exec.ts";

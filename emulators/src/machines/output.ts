@@ -1,5 +1,5 @@
 import type { Duplex } from "node:stream";
-import { FrameDemuxer, type OutputStream, type Piece } from "@cubicle/supervisor/docker-frames";
+import { FrameDemuxer, type OutputStream, type Piece } from "@cubicle/host/docker-frames";
 
 /** How a process ended: its exit code, or the signal that killed it. */
 export type ExitStatus = { code: number; signal: null } | { code: null; signal: number };

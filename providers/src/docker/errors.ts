@@ -1,5 +1,5 @@
-import { SupervisorError } from "@cubicle/supervisor/client";
 import { ProviderError, type ProviderErrorCode } from "../contract/index.ts";
+import { SupervisorError } from "./supervisor/client.ts";
 
 /** The supervisor's problem codes, in the provider contract's words. */
 const CODES: Partial<Record<SupervisorError["code"], ProviderErrorCode>> = {

@@ -1,4 +1,3 @@
-import type { SupervisorClient } from "@cubicle/supervisor/client";
 import {
   EXIT_ABORTED,
   MAX_SCREENS,
@@ -15,6 +14,7 @@ import { breakAfterFirstChunk, type FaultPlan, truncateAfterFirstChunk } from ".
 import { homeRelativePath } from "../kernel/home-path.ts";
 import { type AppPrograms, launchByCommand } from "../kernel/launch.ts";
 import { asProviderError, translated } from "./errors.ts";
+import type { SupervisorClient } from "./supervisor/client.ts";
 
 export interface DockerProviderOptions {
   supervisor: SupervisorClient;

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { createSupervisorClient } from "@cubicle/supervisor/client";
 import { createBoxProvider } from "../box/index.ts";
 import {
   ProviderError,
@@ -11,6 +10,7 @@ import {
 import { createDaytonaProvider } from "../daytona/index.ts";
 import { createDesktopProvider } from "../desktop/index.ts";
 import { createDockerProvider } from "../docker/index.ts";
+import { createSupervisorClient } from "../docker/supervisor/client.ts";
 import { createE2bProvider } from "../e2b/index.ts";
 import { createRefusingProvider } from "../none/index.ts";
 

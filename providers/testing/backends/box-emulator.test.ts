@@ -1,5 +1,5 @@
 import { type BoxEmulator, QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
-import { vncAccepts, vncAnswers } from "@cubicle/supervisor/testing/vnc";
+import { vncAccepts, vncAnswers } from "@cubicle/host/testing/vnc";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createBoxProvider } from "../../src/box/index.ts";
 import type { MachineRef, SandboxProvider } from "../../src/contract/index.ts";

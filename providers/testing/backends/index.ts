@@ -1,16 +1,18 @@
-import { mkdtemp } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
+import { createInterface } from "node:readline";
 import { QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { startDaytonaEmulator } from "@cubicle/emulators/daytona";
 import { type SandboxNetwork, startE2bEmulator } from "@cubicle/emulators/e2b";
-import { createSupervisorClient } from "@cubicle/supervisor/client";
-import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import { createBoxProvider } from "../../src/box/index.ts";
 import type { EgressPolicy } from "../../src/contract/index.ts";
 import { createDaytonaProvider } from "../../src/daytona/index.ts";
 import { createDesktopProvider } from "../../src/desktop/index.ts";
 import { createDockerProvider } from "../../src/docker/index.ts";
+import { createSupervisorClient } from "../../src/docker/supervisor/client.ts";
 import { createE2bProvider } from "../../src/e2b/index.ts";
 import { openDirectory, removeInside } from "../../src/kernel/confined-walk.ts";
 import { fakeEgress } from "../fake/egress.ts";
@@ -58,9 +60,14 @@ export const desktop: MakeProvider = async () => {
   };
 };
 
-/** Containers on the real Docker engine, through a real supervisor on a free loopback port. */
+/**
+ * Containers on the real Docker engine, through a real supervisor on a free loopback port: the
+ * supervisor's own program (`cubicle-supervisor`, the bin of the workspace's supervisor package)
+ * in a process of its own, with a temporary DATA_DIR and a random token, stopped and its DATA_DIR
+ * removed afterwards.
+ */
 export const docker: MakeProvider = async () => {
-  const supervisor = await startTestSupervisor();
+  const supervisor = await startSupervisorProgram();
   const faults = new ArmedFaults();
   const client = createSupervisorClient({ baseUrl: supervisor.url, token: supervisor.token });
   const provider = createDockerProvider({ supervisor: client, faults });
@@ -77,6 +84,82 @@ export const docker: MakeProvider = async () => {
     cleanup: () => supervisor.close(),
   };
 };
+
+/**
+ * The supervisor is a package above this one (it serves the wire its client here calls), so the
+ * providers never import it: the suites start it as a deployment does, as a program. Its launcher
+ * is found where npm links the workspaces' programs, the repository's node_modules/.bin.
+ */
+const SUPERVISOR_PROGRAM = join(import.meta.dirname, "../../../node_modules/.bin/cubicle-supervisor");
+/** The line it prints once it listens. */
+const LISTENING = /^cubicle supervisor listening on (\S+)$/;
+const SUPERVISOR_START_MS = 60_000;
+const SUPERVISOR_STOP_MS = 30_000;
+
+/**
+ * A supervisor program on a free loopback port (port 0: the system picks one, and the program
+ * prints its url), configured only by what is given here (none of this process's SUPERVISOR_*
+ * settings reach it), like the in-process test supervisor it replaces.
+ */
+async function startSupervisorProgram(): Promise<{ url: string; token: string; close(): Promise<void> }> {
+  const dataDir = await mkdtemp(join(tmpdir(), "cubicle-test-supervisor-"));
+  const token = randomBytes(32).toString("hex");
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith("SUPERVISOR_") && !name.startsWith("SANDBOX_") && name !== "DATA_DIR")
+      env[name] = value;
+  }
+  const child = spawn(process.execPath, [SUPERVISOR_PROGRAM], {
+    env: { ...env, DATA_DIR: dataDir, SANDBOX_SUPERVISOR_TOKEN: token, SUPERVISOR_PORT: "0" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  // "error" alone when it could not be started at all
+  const exited = new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.once("error", () => resolve());
+  });
+  // a test process that ends without its cleanup must not leave the supervisor behind
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  const close = async () => {
+    process.off("exit", killOnExit);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), SUPERVISOR_STOP_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`the supervisor did not listen within ${SUPERVISOR_START_MS / 1000} s`)),
+        SUPERVISOR_START_MS,
+      );
+      const lines = createInterface({ input: child.stdout });
+      lines.on("line", (line) => {
+        const listening = LISTENING.exec(line);
+        if (!listening) return;
+        clearTimeout(timer);
+        resolve(listening[1] as string);
+      });
+      child.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      child.once("exit", (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`${SUPERVISOR_PROGRAM} exited (${signal ?? code}) before it listened`));
+      });
+    });
+    // its later lines are read and dropped, so a full pipe never blocks it
+    return { url, token, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
 
 /**
  * The real e2b adapter and the unmodified SDK against the loopback E2B emulator, whose sandboxes

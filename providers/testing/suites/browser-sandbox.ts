@@ -3,7 +3,7 @@ import {
   type ChromiumSandboxReport,
   chromiumSandboxReport,
   expectChromiumSandboxed,
-} from "@cubicle/supervisor/testing/chromium-sandbox";
+} from "@cubicle/host/testing/chromium-sandbox";
 import { afterAll, afterEach, beforeAll, describe, it } from "vitest";
 import type { SandboxProvider } from "../../src/contract/index.ts";
 import {

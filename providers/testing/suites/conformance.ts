@@ -5,7 +5,7 @@ import {
   vncAnswers,
   vncMovePointer,
   watchVncClipboard,
-} from "@cubicle/supervisor/testing/vnc";
+} from "@cubicle/host/testing/vnc";
 import { extract } from "tar-stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {

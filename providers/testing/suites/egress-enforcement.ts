@@ -1,4 +1,4 @@
-import { type EgressHosts, startEgressHosts } from "@cubicle/supervisor/testing/egress-hosts";
+import { type EgressHosts, startEgressHosts } from "@cubicle/host/testing/egress-hosts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EgressLevel, EgressPolicy, MachineRef, SandboxProvider } from "../../src/contract/index.ts";
 import { CASE_TIMEOUT_MS, collectRun, Machines, type MakeProvider, type ProviderUnderTest } from "./types.ts";

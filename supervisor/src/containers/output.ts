@@ -1,6 +1,7 @@
+import type { OutputStream } from "@cubicle/host/docker-frames";
 import { type CommandEvent, OUTPUT_TRUNCATED_MARKER } from "@cubicle/providers/contract";
 
-export type OutputStream = "stdout" | "stderr";
+export type { OutputStream };
 
 /**
  * Turns a command's raw output into stdout/stderr events: UTF-8 decoded per stream (a character

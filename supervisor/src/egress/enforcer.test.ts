@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { FirewallRunner } from "@cubicle/host/firewall-runner";
+import type { ComputerRef } from "@cubicle/providers/supervisor-wire";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type NamespaceFirewall, startNamespaceFirewall } from "../testing/namespace-firewall.ts";
-import type { ComputerRef } from "../wire.ts";
 import { EgressEnforcer } from "./enforcer.ts";
 import { chainOf, computerTag, EGRESS_CHAIN, jumpComment } from "./rules.ts";
-import type { FirewallRunner } from "./runner.ts";
 
 // Several supervisors on one host share its firewall (each enforces its own computers' policies,
 // and each sweeps what computers gone meanwhile left behind when it starts). These cases put two

@@ -1,10 +1,11 @@
 import { Resolver } from "node:dns/promises";
 import path from "node:path";
+import type { FirewallRunner } from "@cubicle/host/firewall-runner";
+import { type Iptables, iptablesOf } from "@cubicle/host/iptables";
+import { KeyedLock } from "@cubicle/host/keyed-lock";
 import { DEFAULT_EGRESS, type EgressPolicy, type EgressReport } from "@cubicle/providers/contract";
-import { KeyedLock } from "../containers/keyed-lock.ts";
+import type { ComputerRef } from "@cubicle/providers/supervisor-wire";
 import { SupervisorProblem } from "../problems.ts";
-import type { ComputerRef } from "../wire.ts";
-import { type Iptables, iptablesOf } from "./iptables.ts";
 import { isPublicIPv4, targetOf } from "./policy.ts";
 import { RefusalLog } from "./refusals.ts";
 import {
@@ -19,7 +20,6 @@ import {
   jumpComment,
   refuseChainOf,
 } from "./rules.ts";
-import type { FirewallRunner } from "./runner.ts";
 import { type EgressState, EgressStore } from "./store.ts";
 
 /** What an operator does so that a supervisor enforces egress policies (README "Egress"). */

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
+import type { FirewallRunner } from "@cubicle/host/firewall-runner";
 import type { EgressRefusal } from "@cubicle/providers/contract";
 import { COMPUTER_TAG_PATTERN } from "./rules.ts";
-import type { FirewallRunner } from "./runner.ts";
 
 /** Recent refusals kept per computer; the counters count every one. */
 export const RING_SIZE = 200;

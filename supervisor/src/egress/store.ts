@@ -1,7 +1,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { EgressPolicy } from "@cubicle/providers/contract";
-import type { ComputerRef } from "../wire.ts";
+import type { ComputerRef } from "@cubicle/providers/supervisor-wire";
 
 /** What the supervisor keeps per computer, so a restart enforces the same policy. */
 export interface EgressState {

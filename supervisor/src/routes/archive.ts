@@ -1,9 +1,9 @@
+import type { HomeListingResult } from "@cubicle/providers/supervisor-wire";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { ContainerManager } from "../containers/manager.ts";
 import { homeRelativePath } from "../paths.ts";
 import { SupervisorProblem } from "../problems.ts";
-import type { HomeListingResult } from "../wire.ts";
 import { computerRef, jsonBody } from "./params.ts";
 
 const TAR_HEADERS = { "content-type": "application/x-tar", "cache-control": "no-store" };

@@ -1,7 +1,7 @@
+import { ndjsonStream } from "@cubicle/providers/supervisor-wire";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { ContainerManager } from "../containers/manager.ts";
-import { ndjsonStream } from "../ndjson.ts";
 import { computerRef, jsonBody } from "./params.ts";
 
 const noNul = (value: string) => !value.includes("\0");

@@ -1,10 +1,10 @@
 import { MAX_SCREENS } from "@cubicle/providers/contract";
+import { COMPUTER_ID_HEADER, WORKSPACE_ID_HEADER } from "@cubicle/providers/supervisor-wire";
 import type { Context } from "hono";
 import type { z } from "zod";
 import type { ComputerRef } from "../containers/manager.ts";
 import { assertHomeKey } from "../homes.ts";
 import { SupervisorProblem } from "../problems.ts";
-import { COMPUTER_ID_HEADER, WORKSPACE_ID_HEADER } from "../wire.ts";
 
 /** Computer and workspace ids are the api's record ids; labels hold them, so keep them plain. */
 export const IDENTITY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readlink } from "node:fs/promises";
-import { type Iptables, iptablesOf } from "../egress/iptables.ts";
-import { type FirewallRunner, localRunner } from "../egress/runner.ts";
+import { type FirewallRunner, localRunner } from "@cubicle/host/firewall-runner";
+import { type Iptables, iptablesOf } from "@cubicle/host/iptables";
 
 /**
  * A network namespace of its own with an empty firewall (and Docker's DOCKER-USER chain, which the

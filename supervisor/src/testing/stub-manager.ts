@@ -1,6 +1,6 @@
 import { DEFAULT_EGRESS, type DesktopAction } from "@cubicle/providers/contract";
+import type { ExecRequest } from "@cubicle/providers/supervisor-wire";
 import type { ComputerRef, ContainerManager } from "../containers/manager.ts";
-import type { ExecRequest } from "../wire.ts";
 
 export interface StubCall {
   method: string;

@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
+import { FrameDemuxer } from "@cubicle/host/docker-frames";
 import {
   type CommandEvent,
   DEFAULT_MAX_OUTPUT_BYTES,
   EXIT_ABORTED,
   EXIT_TIMED_OUT,
 } from "@cubicle/providers/contract";
+import type { ExecRequest } from "@cubicle/providers/supervisor-wire";
 import type Docker from "dockerode";
-import type { ExecRequest } from "../../wire.ts";
 import { OutputLimiter } from "../output.ts";
-import { FrameDemuxer } from "./demux.ts";
 import { collectExec, exitCodeOf, startExec } from "./exec.ts";
 
 /** Where a running command's process group id is kept inside the computer, so it can be killed. */

@@ -1,7 +1,8 @@
 import type { Duplex } from "node:stream";
+import { exitCodeOf } from "@cubicle/host/docker-exec";
+import { FrameDemuxer } from "@cubicle/host/docker-frames";
 import type Docker from "dockerode";
 import { SupervisorProblem } from "../../problems.ts";
-import { FrameDemuxer } from "./demux.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
 
 /** Every exec runs as the computer's user, never as root. */
@@ -41,21 +42,8 @@ export async function startExec(
   }
 }
 
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/**
- * The exit code once Docker has it. The output stream can close a moment before Docker records the
- * exit, so this looks again for a short while; null when it never does.
- */
-export async function exitCodeOf(exec: Docker.Exec, waitMs = 3_000): Promise<number | null> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const info = await exec.inspect().catch(() => null);
-    if (info && !info.Running && info.ExitCode !== null) return info.ExitCode;
-    if (Date.now() > deadline) return null;
-    await pause(50);
-  }
-}
+/** The exit code once Docker has it (the host's, which the firewall runner uses too). */
+export { exitCodeOf };
 
 export interface Collected {
   code: number | null;

@@ -1,9 +1,9 @@
 import type { Duplex } from "node:stream";
+import { FrameDemuxer } from "@cubicle/host/docker-frames";
 import { HOME_FILES_SCRIPT } from "@cubicle/providers/kernel";
 import type Docker from "dockerode";
 import { CONTAINER_HOME } from "../../paths.ts";
 import { SupervisorProblem } from "../../problems.ts";
-import { FrameDemuxer } from "./demux.ts";
 import { exitCodeOf, programFailure, startExec } from "./exec.ts";
 
 const STDERR_TAIL = 4_096;

@@ -1,4 +1,8 @@
 import { isDeepStrictEqual } from "node:util";
+import { containerRunner, type FirewallRunner, localRunner } from "@cubicle/host/firewall-runner";
+import { ensureHostFirewall, hostFirewallActive } from "@cubicle/host/host-firewall";
+import { type Iptables, iptablesOf } from "@cubicle/host/iptables";
+import { KeyedLock } from "@cubicle/host/keyed-lock";
 import {
   type ActResult,
   type CommandEvent,
@@ -10,13 +14,6 @@ import {
   type Observation,
 } from "@cubicle/providers/contract";
 import { byName } from "@cubicle/providers/kernel";
-import Docker from "dockerode";
-import type { DockerConfig, SupervisorConfig } from "../../config.ts";
-import { EgressEnforcer } from "../../egress/enforcer.ts";
-import { type Iptables, iptablesOf } from "../../egress/iptables.ts";
-import { containerRunner, type FirewallRunner, localRunner } from "../../egress/runner.ts";
-import { ensureHome } from "../../homes.ts";
-import { computerNotFound, SupervisorProblem } from "../../problems.ts";
 import type {
   ComputerStatus,
   ComputerSummary,
@@ -26,8 +23,12 @@ import type {
   ExecRequest,
   Health,
   ScreenInfo,
-} from "../../wire.ts";
-import { KeyedLock } from "../keyed-lock.ts";
+} from "@cubicle/providers/supervisor-wire";
+import Docker from "dockerode";
+import type { DockerConfig, SupervisorConfig } from "../../config.ts";
+import { EgressEnforcer } from "../../egress/enforcer.ts";
+import { ensureHome } from "../../homes.ts";
+import { computerNotFound, SupervisorProblem } from "../../problems.ts";
 import type { ComputerRef, ContainerManager, OpenedPath } from "../manager.ts";
 import * as archive from "./archive.ts";
 import { startCommand } from "./commands.ts";
@@ -35,7 +36,6 @@ import { diagnose } from "./diagnosis.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
 import { checkedExec } from "./exec.ts";
 import { deletePath, openPath, resolveCwd, sweepUploads, writeFile } from "./files.ts";
-import { ensureHostFirewall, hostFirewallActive } from "./host-firewall.ts";
 import {
   belongsTo,
   findComputer,

@@ -1,5 +1,5 @@
+import { frame } from "@cubicle/host/docker-frames";
 import { describe, expect, it } from "vitest";
-import { frame } from "./demux.ts";
 import { readyLineWatcher } from "./machines.ts";
 
 const chunks = (bytes: Buffer, size: number) =>

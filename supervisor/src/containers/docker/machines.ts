@@ -1,8 +1,8 @@
 import type { Readable } from "node:stream";
+import { FrameDemuxer } from "@cubicle/host/docker-frames";
 import type Docker from "dockerode";
 import { computerNotFound, computerStopped, SupervisorProblem } from "../../problems.ts";
 import type { ComputerRef } from "../manager.ts";
-import { FrameDemuxer } from "./demux.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
 import { collectExec } from "./exec.ts";
 import { containerName, LABEL } from "./spec.ts";

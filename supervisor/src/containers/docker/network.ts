@@ -1,14 +1,12 @@
+import { BRIDGE_NAME } from "@cubicle/host/host-firewall";
 import type Docker from "dockerode";
 import { dockerFailure, dockerStatus } from "./errors.ts";
-
-/** The host-side name of the computers' bridge, so a host firewall rule can name it. */
-export const BRIDGE_NAME = "cubicle0";
 
 /**
  * The computers' network: a bridge on which computers cannot reach each other (no inter-container
  * traffic). It is not `internal`: Docker publishes no ports for internal networks (the screens'
  * loopback ports would vanish), and an internal bridge still lets computers reach the host's own
- * addresses. Reaching the host is closed by the host firewall rule instead (host-firewall.ts).
+ * addresses. Reaching the host is closed by the host firewall rule instead (@cubicle/host/host-firewall).
  */
 export async function ensureNetwork(docker: Docker, name: string): Promise<void> {
   try {

@@ -1,9 +1,9 @@
 import { randomInt } from "node:crypto";
 import type { ActResult, DesktopAction, Observation } from "@cubicle/providers/contract";
 import { actionScript } from "@cubicle/providers/kernel";
+import type { ScreenStatus } from "@cubicle/providers/supervisor-wire";
 import type Docker from "dockerode";
 import { SupervisorProblem } from "../../problems.ts";
-import type { ScreenStatus } from "../../wire.ts";
 import { dockerFailure, dockerStatus } from "./errors.ts";
 import { checkedExec, collectExec } from "./exec.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FrameDemuxer, frame } from "./demux.ts";
+import { FrameDemuxer, frame } from "./docker-frames.ts";
 
 function collect(chunks: Buffer[]) {
   const demux = new FrameDemuxer();

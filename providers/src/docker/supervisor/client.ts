@@ -1,24 +1,18 @@
 /**
- * The typed client of the supervisor's HTTP API; the providers' docker backend uses it. Failures throw
- * `SupervisorError` with the HTTP status and the problem's stable `code`.
+ * The typed client of the supervisor's HTTP API; the providers' docker backend and the api's doctor
+ * use it. Failures throw `SupervisorError` with the HTTP status and the problem's stable `code`.
  */
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
-import type {
-  ActResult,
-  CommandEvent,
-  EgressPolicy,
-  EgressReport,
-  FileEntry,
-} from "@cubicle/providers/contract";
-import type { ContainerManager } from "./containers/manager.ts";
+import type { ActResult, CommandEvent, EgressPolicy, EgressReport, FileEntry } from "../../contract/index.ts";
 import { Liveness } from "./liveness.ts";
 import { parseNdjson } from "./ndjson.ts";
 import type { Problem, ProblemCode } from "./problems.ts";
 import {
   type ArchiveRequest,
   COMPUTER_ID_HEADER,
+  type ComputerOperations,
   type ComputerRef,
   type ComputerStatus,
   type ComputerSummary,
@@ -31,9 +25,6 @@ import {
   type ScreenInfo,
   WORKSPACE_ID_HEADER,
 } from "./wire.ts";
-
-export type * from "./wire.ts";
-export type { Problem, ProblemCode };
 
 export class SupervisorError extends Error {
   constructor(
@@ -65,32 +56,12 @@ const LIVENESS = { everyMs: 5_000, withinMs: 10_000 };
 export type FileBody = Uint8Array | { stream: ReadableStream<Uint8Array>; size: number };
 
 /**
- * The wire contract the routes serve: the container manager's operations as they are over HTTP.
- * Those that cross unchanged are taken from the manager's interface (one declaration); the rest
- * differ on the wire (a stream of events, a folder listing apart from a file's bytes, bodies).
+ * The wire contract the routes serve: the supervisor's operations as they are over HTTP. Those that
+ * cross unchanged are the wire's `ComputerOperations` (one declaration, which the supervisor's
+ * container manager implements); the rest differ on the wire (a stream of events, a folder listing
+ * apart from a file's bytes, bodies).
  */
-export interface SupervisorClient
-  extends Pick<
-    ContainerManager,
-    | "health"
-    | "diagnose"
-    | "create"
-    | "status"
-    | "stop"
-    | "destroy"
-    | "deleteFile"
-    | "exportHome"
-    | "listHome"
-    | "importHome"
-    | "settleBrowsers"
-    | "closeBrowsers"
-    | "openScreen"
-    | "closeScreen"
-    | "openControl"
-    | "closeControl"
-    | "observe"
-    | "act"
-  > {
+export interface SupervisorClient extends ComputerOperations {
   list(): Promise<ComputerSummary[]>;
   reconcile(homeKeys: readonly string[]): Promise<string[]>;
 

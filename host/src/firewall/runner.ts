@@ -2,9 +2,9 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
-import { hostNameservers, nameserversIn } from "../config.ts";
-import { FrameDemuxer } from "../containers/docker/demux.ts";
-import { exitCodeOf } from "../containers/docker/exec.ts";
+import { exitCodeOf } from "../docker-exec.ts";
+import { FrameDemuxer } from "../docker-frames.ts";
+import { hostNameservers, nameserversIn } from "./nameservers.ts";
 
 const TIMEOUT_MS = 30_000;
 
@@ -13,7 +13,8 @@ export class FirewallCommandError extends Error {
 }
 
 /**
- * Where the firewall programs (iptables, iptables-restore, dmesg) run: on this machine, or in the
+ * Where the firewall programs (iptables, iptables-restore, dmesg) of the supervisor (computers'
+ * egress, the host firewall rule) and of the emulators' machines run: on this machine, or in the
  * Compose stack's `firewall` container, which shares the host's network namespace and holds only
  * the capabilities they need (README "Egress"). Chosen once at start (SUPERVISOR_FIREWALL_CONTAINER).
  */

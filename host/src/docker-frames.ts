@@ -5,9 +5,8 @@
  * arrive, so memory stays at one chunk however large the output.
  */
 
-import type { OutputStream } from "../output.ts";
-
-export type { OutputStream };
+/** Which of a process's output streams a piece came from. */
+export type OutputStream = "stdout" | "stderr";
 
 export interface Piece {
   stream: OutputStream;

@@ -1,11 +1,12 @@
 /**
- * The supervisor's wire contract: the shapes its routes answer with and its client returns.
- * Types and constants only, so the client (imported by the api) pulls in no server code. The
- * machine vocabulary these shapes carry (command events, files, actions) is the providers'
- * (`@cubicle/providers/contract`), shared with every other backend.
+ * The supervisor's wire contract: the shapes its routes answer with and its client returns, and
+ * the operations both sides share. Types and constants only. It lives under the Docker backend,
+ * which calls the supervisor; the supervisor (a package above this one) implements it. The machine
+ * vocabulary these shapes carry (command events, files, actions) is the providers' contract,
+ * shared with every other backend.
  */
 
-import type { HomeListing } from "@cubicle/providers/contract";
+import type { ActResult, DesktopAction, HomeListing, Observation } from "../../contract/index.ts";
 
 export const DEFAULT_SUPERVISOR_PORT = 7091;
 
@@ -157,4 +158,63 @@ export interface Diagnosis {
   computers: ComputerCheck[];
   /** Containers on the computers' network the supervisor did not make (started by hand, say). */
   strangers: { name: string; image: string }[];
+}
+
+/**
+ * The supervisor's operations that cross the wire unchanged, declared once: the supervisor's
+ * container manager implements them behind its routes, and its client (`client.ts`) calls them
+ * over HTTP. Failures are problems with stable codes (`problems.ts`).
+ */
+export interface ComputerOperations {
+  health(): Promise<Health>;
+  /** `cubicle doctor`'s view: the image's version, this supervisor's computers against the spec, strangers. */
+  diagnose(): Promise<Diagnosis>;
+  /** Create the computer, or resume it; recreated (home kept) when made from another image. */
+  create(ref: ComputerRef): Promise<CreateResult>;
+  /** `missing` when no computer has the home key; COMPUTER_NOT_FOUND when it belongs to another id. */
+  status(ref: ComputerRef): Promise<ComputerStatus>;
+  /** Idempotent. */
+  stop(ref: ComputerRef): Promise<void>;
+  /** Removes the computer; its home stays. False when there was nothing to remove. */
+  destroy(ref: ComputerRef): Promise<boolean>;
+  /** Removes a file, a symlink (not its target) or a folder with its contents. */
+  deleteFile(ref: ComputerRef, path: string): Promise<void>;
+  /**
+   * The whole home as a tar stream, paths relative to the home (`./…`). With `paths` (normalised
+   * home-relative, "" the home), only those entries, each alone (a folder without its contents);
+   * one gone meanwhile is left out, one that cannot be read fails the stream.
+   */
+  exportHome(ref: ComputerRef, options?: { paths?: readonly string[] }): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * Every entry of the home with its stamp, for an export of only what changed; null when the
+   * computer is stopped (it is then exported whole).
+   */
+  listHome(ref: ComputerRef): Promise<HomeListing | null>;
+  /** Replaces the home's contents with the tar's; on failure the old contents stay. */
+  importHome(ref: ComputerRef, tar: ReadableStream<Uint8Array>): Promise<void>;
+  /**
+   * Waits until the browsers running in the computer have written out what they keep in memory
+   * (Chromium writes cookies up to 30 s late), without stopping them; returns at once when none
+   * runs or the computer is stopped. An `exportHome` afterwards holds every browser change made
+   * before the call.
+   */
+  settleBrowsers(ref: ComputerRef): Promise<void>;
+  /**
+   * Closes every browser in the computer gracefully (SIGTERM, so Chromium writes its profile;
+   * SIGKILL only after 10 s) and waits for them to exit; the screens' browsers are not restarted.
+   * Idempotent; returns at once when none runs or the computer is stopped.
+   */
+  closeBrowsers(ref: ComputerRef): Promise<void>;
+  /** Starts the screen when needed; its view password stays the same while it runs. */
+  openScreen(ref: ComputerRef, index: number): Promise<ScreenInfo>;
+  closeScreen(ref: ComputerRef, index: number): Promise<void>;
+  /**
+   * Starts the screen's control server with `password`. Idempotent: one already running with the
+   * same password is kept (its connections stay up); one with another password is replaced.
+   */
+  openControl(ref: ComputerRef, index: number, password: string): Promise<ControlInfo>;
+  closeControl(ref: ComputerRef, index: number): Promise<void>;
+  observe(ref: ComputerRef, index: number): Promise<Observation>;
+  /** `actions` are already validated as a whole; runs them in order, stopping at the first failure. */
+  act(ref: ComputerRef, index: number, actions: DesktopAction[]): Promise<ActResult>;
 }

@@ -25,7 +25,7 @@ const ip = (...args: string[]) => execFileSync("ip", args, { stdio: ["ignore", "
 
 /**
  * A network namespace with a veth pair to this host, host routes to its stand-in addresses, and the
- * servers of egress-hosts.ts in it. Names and the private subnet are random (tests may run side by
+ * servers of program.ts in it. Names and the private subnet are random (tests may run side by
  * side); the metadata and public addresses are fixed, so `privateOnly` leaves them out (no server,
  * no route) for a test that may run beside one that uses them. close() removes the namespace, the
  * veth (its routes go with it) and the servers, and runs in a failing set-up too.
@@ -83,7 +83,7 @@ export async function startEgressHosts(
       address,
       port: hostsOf.port,
     }));
-    const script = fileURLToPath(new URL("./egress-hosts.ts", import.meta.url));
+    const script = fileURLToPath(new URL("./program.ts", import.meta.url));
     const child = spawn(
       "ip",
       [
@@ -96,7 +96,7 @@ export async function startEgressHosts(
         script,
         JSON.stringify({ tcp, dns: { address: hostsOf.dnsAddress, records: names } }),
       ],
-      // tsx resolves from the supervisor's folder
+      // tsx resolves from the host package's folder (the repository's node_modules)
       { stdio: ["pipe", "pipe", "pipe"], cwd: fileURLToPath(new URL("../..", import.meta.url)) },
     );
     server = child;

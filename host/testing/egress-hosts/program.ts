@@ -1,6 +1,6 @@
 /**
- * The stand-in hosts of the egress tests, run inside a network namespace the test made
- * (`ip netns exec <ns> node --import tsx egress-hosts.ts <json>`): a TCP server per address that
+ * The stand-in hosts of the egress tests, run inside a network namespace the test made (index.ts
+ * runs `ip netns exec <ns> node --import tsx program.ts <json>`): a TCP server per address that
  * greets with `hello <address>`, and a DNS server answering A records for the test's names
  * (NXDOMAIN otherwise) with a TTL of 1 s, so a resolver asks again soon. A line
  * `{"name": …, "address": …}` on stdin changes a record. Prints `ready` once everything listens.

@@ -1,5 +1,10 @@
-import type { Iptables } from "../../egress/iptables.ts";
-import { BRIDGE_NAME } from "./network.ts";
+import type { Iptables } from "./iptables.ts";
+
+/**
+ * The host-side name of the computers' bridge, so a host firewall rule can name it (the
+ * supervisor names its computers' network's bridge so).
+ */
+export const BRIDGE_NAME = "cubicle0";
 
 /**
  * The rule that keeps computers from the host itself, as iptables arguments: new connections from
