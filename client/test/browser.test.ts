@@ -1,4 +1,4 @@
-import { launchChromium } from "@cubicle/e2e/testing/browser";
+import { launchChromium } from "@cubicle/host/testing/chromium";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as Library from "../src/index.ts";
 import { servePageWithClient } from "../testing/browser-page.ts";

@@ -5,11 +5,11 @@ import { createBot, type OpenedSession, problem, SessionClient } from "@cubicle/
 import { until } from "@cubicle/api/testing/until";
 import { buildWorld, type World } from "@cubicle/api/testing/world";
 import type { Computer } from "@cubicle/db";
+import { launchChromium } from "@cubicle/host/testing/chromium";
 import type { RunningProxy } from "@cubicle/proxy";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startApiAndProxy } from "../testing/api-and-proxy.ts";
-import { launchChromium } from "../testing/browser.ts";
 import { canvasSummary } from "../testing/canvas.ts";
 import { type NovncPage, serveNovncPage } from "../testing/novnc-page.ts";
 import {

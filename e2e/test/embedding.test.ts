@@ -7,6 +7,7 @@ import { expectStatus, type TestApi } from "@cubicle/api/testing/harness";
 import { buildWorld, type World } from "@cubicle/api/testing/world";
 import type { Computer } from "@cubicle/db";
 import { findFreePort } from "@cubicle/db/testing";
+import { launchChromium } from "@cubicle/host/testing/chromium";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 // @ts-expect-error the viewer's build script is plain JavaScript
 import { buildViewer } from "@cubicle/viewer/build";
@@ -15,7 +16,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error plain JavaScript, shared with the start command
 import { webServerCommand } from "../../scripts/lib/web.mjs";
 import { startApiAndProxy } from "../testing/api-and-proxy.ts";
-import { launchChromium } from "../testing/browser.ts";
 import { type EmbeddingApp, startEmbeddingApp } from "../testing/embedding-app.ts";
 
 /**

@@ -2,12 +2,12 @@ import { join } from "node:path";
 import { createComputer, machineFor } from "@cubicle/api/testing/computers";
 import { expectStatus, type TestApi } from "@cubicle/api/testing/harness";
 import { buildWorld } from "@cubicle/api/testing/world";
+import { launchChromium } from "@cubicle/host/testing/chromium";
 import type { RunningProxy } from "@cubicle/proxy";
 import { startTestSupervisor } from "@cubicle/supervisor/testing";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApiAndProxy } from "../testing/api-and-proxy.ts";
-import { launchChromium } from "../testing/browser.ts";
 import { canvasSummary } from "../testing/canvas.ts";
 import { type NovncPage, serveNovncPage } from "../testing/novnc-page.ts";
 

@@ -4,12 +4,12 @@ import { expectStatus, type RawResponse, type TestApi } from "@cubicle/api/testi
 import { createBot, SessionClient } from "@cubicle/api/testing/sessions";
 import { until } from "@cubicle/api/testing/until";
 import { buildWorld, type World } from "@cubicle/api/testing/world";
+import { launchChromium } from "@cubicle/host/testing/chromium";
 import type { ScreenTarget } from "@cubicle/providers/contract";
 import type { RunningProxy } from "@cubicle/proxy";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startApiAndProxy } from "../testing/api-and-proxy.ts";
-import { launchChromium } from "../testing/browser.ts";
 import { canvasSummary } from "../testing/canvas.ts";
 import { type NovncPage, serveNovncPage } from "../testing/novnc-page.ts";
 import {

@@ -1,8 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { launchChromium } from "@cubicle/host/testing/chromium";
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { launchChromium } from "./browser.ts";
 import { ARTIFACTS } from "./dashboard.ts";
 import { type Stack, startStack } from "./stack.ts";
 
