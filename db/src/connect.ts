@@ -42,8 +42,11 @@ export type DatabaseLocation =
   | { databaseUrl: string }
   /** Embedded PGlite storing its files in this directory. */
   | { pgliteDirectory: string }
-  /** Embedded PGlite kept in memory (tests). */
-  | { pgliteInMemory: true };
+  /**
+   * Embedded PGlite kept in memory (tests), started from `dataDir` when given: a data directory
+   * PGlite dumped (`dumpDataDir`), which spares the seconds its initdb takes.
+   */
+  | { pgliteInMemory: true; dataDir?: Blob };
 
 const INT8_OID = 20;
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -110,7 +113,10 @@ export async function openDatabase(location: DatabaseLocation): Promise<Database
     mkdirSync(location.pgliteDirectory, { recursive: true });
     pglite = await PGlite.create(location.pgliteDirectory, { parsers: { [INT8_OID]: Number } });
   } else {
-    pglite = await PGlite.create({ parsers: { [INT8_OID]: Number } });
+    pglite = await PGlite.create({
+      parsers: { [INT8_OID]: Number },
+      ...(location.dataDir ? { loadDataDir: location.dataDir } : {}),
+    });
   }
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   // PGlite is one session that Kysely hands out exclusively; LISTEN runs while holding it, or it
