@@ -7,15 +7,15 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startInBackground } from "./lib/background.mjs";
 import {
   ensureBoxDesktopImage,
   ensureComputerImage,
   ensureDaytonaDesktopImage,
   ensureDockerEngine,
   ensureE2bDesktopImage,
-  ensureServiceImages,
 } from "./lib/docker-engine.mjs";
-import { ensureInstalled, root, runOrExit } from "./lib/run.mjs";
+import { ensureInstalled, root, runOrExit, runOrExitAsync } from "./lib/run.mjs";
 import { ensureSystemPackages } from "./lib/system-packages.mjs";
 import { phase, printTimes } from "./lib/times.mjs";
 import { ensureWebBuilt } from "./lib/web.mjs";
@@ -26,17 +26,23 @@ await phase("install (npm, Debian packages)", () => {
   ensureSystemPackages("test");
 });
 await phase("lint and format check", () => runOrExit("npx", ["biome", "check", "."]));
-await phase("type check", () => runOrExit("npm", ["run", "typecheck", "--silent"]));
-await phase("Docker engine and computer images", async () => {
+// the type check uses a core and the image builds mostly wait on Debian's mirror: side by side
+await phase("type check beside the computer images", async () => {
+  const typecheck = runOrExitAsync("npm", ["run", "typecheck", "--silent"]);
   await ensureDockerEngine();
   await ensureComputerImage();
   await ensureE2bDesktopImage();
   await ensureDaytonaDesktopImage();
   await ensureBoxDesktopImage();
+  await typecheck;
 });
 await phase("dashboard build", ensureWebBuilt);
-// the production images (and Compose v2 with them), for the Compose stack's journey (e2e/test/compose-stack.test.ts)
-await phase("service images", ensureServiceImages);
+
+// The production images (and Compose v2 with them) are only for the Compose journeys
+// (e2e/test/compose-*.test.ts), which run late: they are built while the first suites run, and
+// those journeys wait for the status file named in CUBICLE_SERVICE_IMAGES_STATUS.
+const serviceImages = startInBackground("service-images", process.execPath, ["scripts/images.mjs"]);
+const serviceImagesBuilt = phase("service images (beside Vitest)", () => serviceImages.exited);
 
 const args = process.argv.slice(2);
 const reporters = args.some((arg) => arg.startsWith("--reporter")) ? [] : ["--reporter=default"];
@@ -46,9 +52,24 @@ const vitest = await phase("Vitest", () => {
   return spawnSync(
     "npx",
     ["vitest", "run", ...reporters, "--reporter=./scripts/lib/file-times-reporter.ts", ...args],
-    { cwd: root, stdio: "inherit", env: { ...process.env, CUBICLE_TEST_TIMES: times } },
+    {
+      cwd: root,
+      stdio: "inherit",
+      env: {
+        ...process.env,
+        CUBICLE_TEST_TIMES: times,
+        CUBICLE_SERVICE_IMAGES_STATUS: serviceImages.status,
+      },
+    },
   );
 });
+// a run that left the Compose journeys out has no use for the images
+if (serviceImages.stop())
+  console.log("\nThe service images' build was stopped: no test was left to wait for it.");
+else if ((await serviceImagesBuilt) !== 0)
+  console.log(
+    `\nThe service images were not built; the end of ${serviceImages.log}:\n${serviceImages.tail()}`,
+  );
 printTimes(times, { since });
 rmSync(join(times, ".."), { recursive: true, force: true });
 process.exit(vitest.status ?? 1);

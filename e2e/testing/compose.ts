@@ -3,9 +3,9 @@
  * ports, prepared by `npm run deploy:init` as an operator would, driven by `docker compose`.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, watch } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { findFreePort } from "@cubicle/db/testing";
 
 export const repoRoot = resolve(import.meta.dirname, "..", "..");
@@ -46,6 +46,36 @@ export async function docker(...args: string[]): Promise<string> {
 
 export const inspect = async (name: string) => JSON.parse(await docker("inspect", name))[0];
 
+/**
+ * Waits until the service images are built. `npm test` builds them beside the first suites and
+ * names the status file it writes when that build ends in CUBICLE_SERVICE_IMAGES_STATUS; without
+ * it (Vitest run by hand) they were built before, by `npm run images` or an earlier `npm test`.
+ */
+export async function serviceImagesBuilt(): Promise<void> {
+  const status = process.env.CUBICLE_SERVICE_IMAGES_STATUS;
+  if (!status) return;
+  if (!existsSync(status)) {
+    await new Promise<void>((done) => {
+      const watcher = watch(dirname(status), (_event, name) => {
+        if (name === basename(status) && existsSync(status)) {
+          watcher.close();
+          done();
+        }
+      });
+      // written between the check above and the watch
+      if (existsSync(status)) {
+        watcher.close();
+        done();
+      }
+    });
+  }
+  const { ok, log } = JSON.parse(readFileSync(status, "utf8")) as { ok: boolean; log: string };
+  if (!ok) {
+    const tail = readFileSync(log, "utf8").trimEnd().split("\n").slice(-40).join("\n");
+    throw new Error(`the service images could not be built (${log}):\n${tail}`);
+  }
+}
+
 export interface StackOptions {
   /** The Compose project name, distinct per test file. */
   project: string;
@@ -74,6 +104,7 @@ export class ComposeStack {
 
   /** Ports, deploy:init with `provider`, and no leftover of an earlier run of this project. */
   async init(provider = "docker"): Promise<RunResult> {
+    await serviceImagesBuilt();
     chmodSync(this.dir, 0o755);
     const [webPort, proxyPort] = [await findFreePort(), await findFreePort()];
     this.webUrl = `http://127.0.0.1:${webPort}`;

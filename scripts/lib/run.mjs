@@ -16,6 +16,22 @@ export function runOrExit(command, args, options = {}) {
   }
 }
 
+/**
+ * Starts a command in the repository root and resolves when it succeeds; exits this process if it
+ * fails. For a step that can run while this process does another (`runOrExit` blocks it).
+ */
+export function runOrExitAsync(command, args, options = {}) {
+  console.log(`\n> ${[command, ...args].join(" ")} (alongside the next steps)`);
+  const child = spawn(command, args, { cwd: root, stdio: "inherit", ...options });
+  return new Promise((resolve) => {
+    child.on("exit", (code, signal) => {
+      if (code === 0) return resolve();
+      console.error(`\n✗ ${command} ${args.join(" ")} failed (exit ${code ?? signal})`);
+      process.exit(code || 1);
+    });
+  });
+}
+
 /** Installs the locked dependencies when node_modules is missing or older than the lockfile. */
 export function ensureInstalled() {
   const installed = join(root, "node_modules", ".package-lock.json");
