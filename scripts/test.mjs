@@ -3,7 +3,7 @@
 // suites on every backend including real Docker computers, end-to-end against the built dashboard
 // and the production Compose stack). It ends with where the time went: each phase, each Vitest
 // project and the slowest files (README, "Tests").
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,7 @@ import {
 } from "./lib/docker-engine.mjs";
 import { ensureInstalled, root, runOrExit, runOrExitAsync } from "./lib/run.mjs";
 import { ensureSystemPackages } from "./lib/system-packages.mjs";
+import { testStages } from "./lib/test-plan.mjs";
 import { phase, printTimes } from "./lib/times.mjs";
 import { ensureWebBuilt } from "./lib/web.mjs";
 
@@ -44,25 +45,42 @@ await phase("dashboard build", ensureWebBuilt);
 const serviceImages = startInBackground("service-images", process.execPath, ["scripts/images.mjs"]);
 const serviceImagesBuilt = phase("service images (beside Vitest)", () => serviceImages.exited);
 
+// Vitest in the plan's stages (scripts/lib/test-plan.mjs): a stage's lanes are Vitest runs at once,
+// each one file at a time. Asked for projects by name, one run does just those.
 const args = process.argv.slice(2);
 const reporters = args.some((arg) => arg.startsWith("--reporter")) ? [] : ["--reporter=default"];
-const times = join(mkdtempSync(join(tmpdir(), "cubicle-test-times-")), "files.json");
-const vitest = await phase("Vitest", () => {
-  console.log(`\n> npx vitest run ${args.join(" ")}`);
-  return spawnSync(
-    "npx",
-    ["vitest", "run", ...reporters, "--reporter=./scripts/lib/file-times-reporter.ts", ...args],
-    {
-      cwd: root,
-      stdio: "inherit",
-      env: {
-        ...process.env,
-        CUBICLE_TEST_TIMES: times,
-        CUBICLE_SERVICE_IMAGES_STATUS: serviceImages.status,
-      },
-    },
+const timesDir = mkdtempSync(join(tmpdir(), "cubicle-test-times-"));
+const timeFiles = [];
+const vitestRun = (projects) => {
+  const times = join(timesDir, `${timeFiles.length}.json`);
+  timeFiles.push(times);
+  const vitestArgs = [
+    "vitest",
+    "run",
+    ...reporters,
+    "--reporter=./scripts/lib/file-times-reporter.ts",
+    ...projects.flatMap((name) => ["--project", name]),
+    // a lane may hold none of the files a filter asks for
+    ...(projects.length > 0 ? ["--passWithNoTests"] : []),
+    ...args,
+  ];
+  console.log(`\n> npx ${vitestArgs.join(" ")}`);
+  const child = spawn("npx", vitestArgs, {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...process.env, CUBICLE_TEST_TIMES: times, CUBICLE_SERVICE_IMAGES_STATUS: serviceImages.status },
+  });
+  return new Promise((resolve) => child.on("exit", (code) => resolve(code ?? 1)));
+};
+const stages = args.includes("--project") ? [[[]]] : testStages();
+let failed = false;
+for (const [index, lanes] of stages.entries()) {
+  const name = lanes.length > 1 ? lanes.map((lane) => lane.join(", ")).join("  |  ") : lanes[0].join(", ");
+  const codes = await phase(`Vitest ${index + 1}: ${name || "as asked"}`, () =>
+    Promise.all(lanes.map(vitestRun)),
   );
-});
+  failed ||= codes.some((code) => code !== 0);
+}
 // a run that left the Compose journeys out has no use for the images
 if (serviceImages.stop())
   console.log("\nThe service images' build was stopped: no test was left to wait for it.");
@@ -70,6 +88,6 @@ else if ((await serviceImagesBuilt) !== 0)
   console.log(
     `\nThe service images were not built; the end of ${serviceImages.log}:\n${serviceImages.tail()}`,
   );
-printTimes(times, { since });
-rmSync(join(times, ".."), { recursive: true, force: true });
-process.exit(vitest.status ?? 1);
+printTimes(timeFiles, { since });
+rmSync(timesDir, { recursive: true, force: true });
+process.exit(failed ? 1 : 0);

@@ -1,4 +1,5 @@
-// A Vitest reporter that writes each test file's time (start to end, and its project) as JSON to
+// A Vitest reporter that writes each test file's time (start to end, and its project) and its
+// tests' results as JSON to
 // the file named by CUBICLE_TEST_TIMES, for the report `npm test` prints at its end
 // (scripts/lib/times.mjs). It prints nothing itself.
 import { writeFileSync } from "node:fs";
@@ -13,6 +14,10 @@ interface FileTime {
   end: number;
   /** The file's own time: its set-up, import, hooks and tests. */
   ms: number;
+  /** Its tests by result; a file that failed to load counts as one failed test. */
+  passed: number;
+  failed: number;
+  skipped: number;
 }
 
 export default class FileTimesReporter implements Reporter {
@@ -29,12 +34,19 @@ export default class FileTimesReporter implements Reporter {
     const { environmentSetupDuration, prepareDuration, collectDuration, setupDuration, duration } =
       module.diagnostic();
     const ms = environmentSetupDuration + prepareDuration + collectDuration + setupDuration + duration;
+    const counts = { passed: 0, failed: 0, skipped: 0 };
+    for (const test of module.children.allTests()) {
+      const { state } = test.result();
+      counts[state === "passed" || state === "failed" ? state : "skipped"] += 1;
+    }
+    if (module.state() === "failed" && counts.failed === 0) counts.failed = 1;
     this.times.push({
       file: relative(process.cwd(), module.moduleId),
       project: module.project.name,
       start: Math.min(this.started.get(module.id) ?? end, end - ms),
       end,
       ms,
+      ...counts,
     });
   }
 

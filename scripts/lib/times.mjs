@@ -23,14 +23,15 @@ const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`.padStart(8);
 
 /**
  * The report: every phase, Vitest's projects (wall time from their first file's start to their last
- * file's end, and the files' summed time), and the `slowest` files. `fileTimes` is the reporter's
- * JSON file; a run that ended before Vitest wrote it reports the phases alone.
+ * file's end, and the files' summed time), the `slowest` files, and the tests' results in one line.
+ * `fileTimes` are the reporter's JSON files, one per Vitest run; a run that ended before writing
+ * one reports none of its files.
  */
 export function printTimes(fileTimes, { slowest = 15, since } = {}) {
-  const files = existsSync(fileTimes) ? JSON.parse(readFileSync(fileTimes, "utf8")) : [];
+  const files = fileTimes.flatMap((path) => (existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : []));
   console.log("\nTime");
-  for (const { name, ms } of phases) console.log(`  ${name.padEnd(36)} ${minutes(ms)}`);
-  if (since !== undefined) console.log(`  ${"whole command".padEnd(36)} ${minutes(Date.now() - since)}`);
+  for (const { name, ms } of phases) console.log(`  ${minutes(ms)}  ${name}`);
+  if (since !== undefined) console.log(`  ${minutes(Date.now() - since)}  the whole command`);
   if (files.length === 0) return;
   const projects = new Map();
   for (const file of files) {
@@ -52,4 +53,9 @@ export function printTimes(fileTimes, { slowest = 15, since } = {}) {
   for (const file of [...files].sort((a, b) => b.ms - a.ms).slice(0, slowest)) {
     console.log(`  ${seconds(file.ms)}  ${file.project.padEnd(14)} ${file.file}`);
   }
+  const total = (result) => files.reduce((sum, file) => sum + file[result], 0);
+  const skipped = total("skipped");
+  console.log(
+    `\nTests: ${total("passed")} passed, ${total("failed")} failed${skipped ? `, ${skipped} skipped` : ""}`,
+  );
 }

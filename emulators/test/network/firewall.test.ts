@@ -10,8 +10,8 @@ import { promisify } from "node:util";
 import { type EgressHosts, startEgressHosts } from "@cubicle/host/testing/egress-hosts";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { E2B_DESKTOP_IMAGE } from "../e2b/index.ts";
-import { type MachineFirewall, machineChainOf, machineFirewall } from "./firewall.ts";
+import { E2B_DESKTOP_IMAGE } from "../../src/e2b/index.ts";
+import { type MachineFirewall, machineChainOf, machineFirewall } from "../../src/machines/firewall.ts";
 
 const docker = new Docker();
 const run = promisify(execFile);

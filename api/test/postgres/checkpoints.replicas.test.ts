@@ -16,9 +16,9 @@ import {
   createCheckpointSealing,
   createFileCheckpointStore,
   type RevisionInfo,
-} from "../src/checkpoints/store/index.ts";
-import { pseudoRandomBytes } from "../src/checkpoints/store/testing/homes.ts";
-import type { ReplicaFile } from "../testing/checkpoint-replica.ts";
+} from "../../src/checkpoints/store/index.ts";
+import { pseudoRandomBytes } from "../../src/checkpoints/store/testing/homes.ts";
+import type { ReplicaFile } from "../../testing/checkpoint-replica.ts";
 
 /**
  * Two api replicas share CHECKPOINT_DIR and one Postgres (docs/architecture.md, "Scale"): each
@@ -39,7 +39,7 @@ class Replica {
   constructor(root: string, databaseUrl: string) {
     this.child = spawn(
       process.execPath,
-      ["--import", "tsx", join(here, "..", "testing", "checkpoint-replica.ts"), root, databaseUrl, KEY],
+      ["--import", "tsx", join(here, "..", "..", "testing", "checkpoint-replica.ts"), root, databaseUrl, KEY],
       { stdio: ["pipe", "pipe", "pipe"] },
     );
     this.child.stderr.on("data", (chunk: Buffer) => {

@@ -21,11 +21,11 @@ import {
 import Docker from "dockerode";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { distinctPixels } from "./testing/png.ts";
+import { distinctPixels } from "../../src/testing/png.ts";
 
 const IMAGE = "cubicle-computer:latest";
 
-const SUPERVISOR_DIR = fileURLToPath(new URL("..", import.meta.url));
+const SUPERVISOR_DIR = fileURLToPath(new URL("../..", import.meta.url));
 const TOKEN = randomBytes(24).toString("hex");
 const LONG = { timeout: 240_000 };
 

@@ -17,8 +17,8 @@ import {
 import Docker from "dockerode";
 import { pack } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { collectExec, exitCodeOf } from "./containers/docker/exec.ts";
-import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
+import { collectExec, exitCodeOf } from "../../src/containers/docker/exec.ts";
+import { startTestSupervisor, type TestSupervisor } from "../../src/testing/supervisor.ts";
 
 /**
  * Operations of each small kind (read, write, listing, delete), and of the costly ones. Each op is

@@ -1,11 +1,11 @@
 import type { TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningApi, startApi } from "../src/server.ts";
-import { destroyMachines } from "../testing/computers.ts";
-import { expectStatus, type TestApi, TestClient } from "../testing/harness.ts";
-import { createBot, type OpenedSession, problem, SessionClient, sleep } from "../testing/sessions.ts";
-import { startApiOnTestSupervisor } from "../testing/supervisor-process.ts";
-import { buildWorld, type World } from "../testing/world.ts";
+import { type RunningApi, startApi } from "../../src/server.ts";
+import { destroyMachines } from "../../testing/computers.ts";
+import { expectStatus, type TestApi, TestClient } from "../../testing/harness.ts";
+import { createBot, type OpenedSession, problem, SessionClient, sleep } from "../../testing/sessions.ts";
+import { startApiOnTestSupervisor } from "../../testing/supervisor-process.ts";
+import { buildWorld, type World } from "../../testing/world.ts";
 
 /** Containers and screens start slowly on a busy host (one CPU per computer). */
 const SLOW = 180_000;

@@ -2,12 +2,12 @@ import { randomUUID } from "node:crypto";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { destroyMachines } from "../testing/computers.ts";
-import { expectStatus, type TestApi } from "../testing/harness.ts";
-import { memberRobot, setRecordingMode, startRecordingApi } from "../testing/recorded-stack.ts";
-import { createBot, type OpenedSession, type SessionClient, sleep } from "../testing/sessions.ts";
-import { until } from "../testing/until.ts";
-import { buildWorld, type World } from "../testing/world.ts";
+import { destroyMachines } from "../../testing/computers.ts";
+import { expectStatus, type TestApi } from "../../testing/harness.ts";
+import { memberRobot, setRecordingMode, startRecordingApi } from "../../testing/recorded-stack.ts";
+import { createBot, type OpenedSession, type SessionClient, sleep } from "../../testing/sessions.ts";
+import { until } from "../../testing/until.ts";
+import { buildWorld, type World } from "../../testing/world.ts";
 
 /**
  * A bot's session on a workspace that records sessions, with nobody watching: the api opens the

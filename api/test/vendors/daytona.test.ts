@@ -1,5 +1,5 @@
 import { type DaytonaEmulator, startDaytonaEmulator } from "@cubicle/emulators/daytona";
-import { vendorApiSuite } from "../testing/vendor-api-suite.ts";
+import { vendorApiSuite } from "../../testing/vendor-api-suite.ts";
 
 /**
  * The api on SANDBOX_PROVIDER=daytona, configured only by DAYTONA_API_KEY, DAYTONA_API_URL and

@@ -1,9 +1,9 @@
 import type { DatabaseHandle } from "@cubicle/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectIncreasing, followEvents } from "../testing/events.ts";
-import { expectStatus, type Replicas, startReplicas, type TestApi } from "../testing/harness.ts";
-import { createBot, SessionClient, sleep } from "../testing/sessions.ts";
-import { buildWorld, type World } from "../testing/world.ts";
+import { expectIncreasing, followEvents } from "../../testing/events.ts";
+import { expectStatus, type Replicas, startReplicas, type TestApi } from "../../testing/harness.ts";
+import { createBot, SessionClient, sleep } from "../../testing/sessions.ts";
+import { buildWorld, type World } from "../../testing/world.ts";
 
 /**
  * Live events across two api replicas of one deployment (one Postgres database, the same

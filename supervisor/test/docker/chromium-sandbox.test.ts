@@ -18,7 +18,7 @@ import {
 } from "@cubicle/providers/supervisor-wire";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
+import { startTestSupervisor, type TestSupervisor } from "../../src/testing/supervisor.ts";
 
 const LONG = { timeout: 240_000 };
 

@@ -5,20 +5,20 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { machineOfRecord } from "../src/computers/repository.ts";
-import { checkpointsOn, manifestsOn, writeUnderWay } from "../testing/checkpoints.ts";
-import { destroyMachines } from "../testing/computers.ts";
-import { expectStatus, type TestApi } from "../testing/harness.ts";
-import { filesOf } from "../testing/homes.ts";
-import { createBot, type OpenedSession, problem, SessionClient } from "../testing/sessions.ts";
-import { type LoginSite, startLoginSite } from "../testing/site-for-computers.ts";
+import { machineOfRecord } from "../../src/computers/repository.ts";
+import { checkpointsOn, manifestsOn, writeUnderWay } from "../../testing/checkpoints.ts";
+import { destroyMachines } from "../../testing/computers.ts";
+import { expectStatus, type TestApi } from "../../testing/harness.ts";
+import { filesOf } from "../../testing/homes.ts";
+import { createBot, type OpenedSession, problem, SessionClient } from "../../testing/sessions.ts";
+import { type LoginSite, startLoginSite } from "../../testing/site-for-computers.ts";
 import {
   type SupervisorProcess,
   startApiOnSupervisor,
   TEST_COMPUTERS_NETWORK,
-} from "../testing/supervisor-process.ts";
-import { until } from "../testing/until.ts";
-import { buildWorld, type World } from "../testing/world.ts";
+} from "../../testing/supervisor-process.ts";
+import { until } from "../../testing/until.ts";
+import { buildWorld, type World } from "../../testing/world.ts";
 
 /** Containers, Chromium and a 31 s browser settle take their time on a busy host. */
 const SLOW = 240_000;

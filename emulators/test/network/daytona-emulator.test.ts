@@ -15,10 +15,10 @@ import {
   type Sandbox,
 } from "@daytonaio/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { machineChainOf } from "../machines/firewall.ts";
-import { localEngine } from "../machines/index.ts";
-import { firstMessage } from "../testing/websocket.ts";
-import { type DaytonaEmulator, startDaytonaEmulator } from "./index.ts";
+import { type DaytonaEmulator, startDaytonaEmulator } from "../../src/daytona/index.ts";
+import { machineChainOf } from "../../src/machines/firewall.ts";
+import { localEngine } from "../../src/machines/index.ts";
+import { firstMessage } from "../../src/testing/websocket.ts";
 
 const instance = `test-${randomUUID().slice(0, 8)}`;
 const apiKey = `dtn_${randomUUID()}`;

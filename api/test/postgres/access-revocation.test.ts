@@ -1,11 +1,11 @@
 import type { Computer } from "@cubicle/db";
 import { parseProxyConfig, type RunningProxy, startProxy } from "@cubicle/proxy";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { createComputer, destroyMachine } from "../testing/computers.ts";
-import { expectStatus, type Replicas, startReplicas, type TestApi } from "../testing/harness.ts";
-import { expectClosedByTheChange, expectStillLive } from "../testing/revocation.ts";
-import { openScreenSocket } from "../testing/screen-socket.ts";
-import { buildWorld, join, type World } from "../testing/world.ts";
+import { createComputer, destroyMachine } from "../../testing/computers.ts";
+import { expectStatus, type Replicas, startReplicas, type TestApi } from "../../testing/harness.ts";
+import { expectClosedByTheChange, expectStillLive } from "../../testing/revocation.ts";
+import { openScreenSocket } from "../../testing/screen-socket.ts";
+import { buildWorld, join, type World } from "../../testing/world.ts";
 
 /**
  * Two api replicas on one Postgres, each followed by its own proxy: a member removed through one

@@ -19,8 +19,8 @@ import {
 } from "@cubicle/providers/supervisor-wire";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { computerTag, EGRESS_CHAIN } from "./egress/rules.ts";
-import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
+import { computerTag, EGRESS_CHAIN } from "../../src/egress/rules.ts";
+import { startTestSupervisor, type TestSupervisor } from "../../src/testing/supervisor.ts";
 
 const LONG = { timeout: 300_000 };
 const suffix = randomBytes(4).toString("hex");

@@ -18,9 +18,9 @@ import {
   TimeoutError,
 } from "@e2b/desktop";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { machineChainOf } from "../machines/firewall.ts";
-import { firstMessage } from "../testing/websocket.ts";
-import { type E2bEmulator, startE2bEmulator } from "./index.ts";
+import { type E2bEmulator, startE2bEmulator } from "../../src/e2b/index.ts";
+import { machineChainOf } from "../../src/machines/firewall.ts";
+import { firstMessage } from "../../src/testing/websocket.ts";
 
 const instance = `test-${randomUUID().slice(0, 8)}`;
 let emulator: E2bEmulator;

@@ -1,9 +1,9 @@
 import { startTestSupervisor, type TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { teamComputer } from "../src/computers/lifecycle.ts";
-import { machineOf } from "../src/computers/repository.ts";
-import { expectStatus, type Replicas, startReplicas, type TestApi } from "../testing/harness.ts";
-import { buildWorld } from "../testing/world.ts";
+import { teamComputer } from "../../src/computers/lifecycle.ts";
+import { machineOf } from "../../src/computers/repository.ts";
+import { expectStatus, type Replicas, startReplicas, type TestApi } from "../../testing/harness.ts";
+import { buildWorld } from "../../testing/world.ts";
 
 /**
  * Two api replicas of one deployment (one Postgres database, one supervisor, the same secrets):

@@ -11,7 +11,7 @@ import {
   SupervisorError,
 } from "@cubicle/providers/supervisor-wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSupervisor, type TestSupervisor } from "./testing/supervisor.ts";
+import { startTestSupervisor, type TestSupervisor } from "../../src/testing/supervisor.ts";
 
 const missing = `cubicle-no-firewall-${randomBytes(3).toString("hex")}`;
 let supervisor: TestSupervisor;

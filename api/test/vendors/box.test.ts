@@ -1,6 +1,6 @@
 import { type BoxEmulator, QUICK_TIMINGS, startBoxEmulator } from "@cubicle/emulators/box";
 import { describe, expect, it } from "vitest";
-import { vendorApiSuite } from "../testing/vendor-api-suite.ts";
+import { vendorApiSuite } from "../../testing/vendor-api-suite.ts";
 
 /**
  * The api on SANDBOX_PROVIDER=box, configured only by BOX_API_KEY and BOX_API_URL, against the

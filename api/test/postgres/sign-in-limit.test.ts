@@ -1,8 +1,8 @@
 import { createTestDatabaseUrl } from "@cubicle/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApiProcess, startApiProcess } from "../testing/api-process.ts";
-import { deploymentSecrets, TRUSTED_ORIGIN } from "../testing/harness.ts";
-import { requestFrom } from "../testing/peer.ts";
+import { type ApiProcess, startApiProcess } from "../../testing/api-process.ts";
+import { deploymentSecrets, TRUSTED_ORIGIN } from "../../testing/harness.ts";
+import { requestFrom } from "../../testing/peer.ts";
 
 /**
  * Two api processes of one production deployment on one Postgres database. Each is its own

@@ -7,8 +7,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { firstMessage } from "../testing/websocket.ts";
-import { type BoxEmulator, startBoxEmulator } from "./index.ts";
+import { type BoxEmulator, startBoxEmulator } from "../../src/box/index.ts";
+import { firstMessage } from "../../src/testing/websocket.ts";
 
 const instance = `test-${randomUUID().slice(0, 8)}`;
 const apiKey = `box_${randomUUID().replaceAll("-", "")}`;

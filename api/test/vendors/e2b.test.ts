@@ -1,5 +1,5 @@
 import { type E2bEmulator, startE2bEmulator } from "@cubicle/emulators/e2b";
-import { vendorApiSuite } from "../testing/vendor-api-suite.ts";
+import { vendorApiSuite } from "../../testing/vendor-api-suite.ts";
 
 /**
  * The api on SANDBOX_PROVIDER=e2b, configured only by E2B_API_KEY and the SDK's own redirect

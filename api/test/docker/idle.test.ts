@@ -1,10 +1,10 @@
 import type { TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { machineOf } from "../src/computers/repository.ts";
-import { expectStatus, type TestApi } from "../testing/harness.ts";
-import { createBot, SessionClient } from "../testing/sessions.ts";
-import { startApiOnTestSupervisor } from "../testing/supervisor-process.ts";
-import { buildWorld } from "../testing/world.ts";
+import { machineOf } from "../../src/computers/repository.ts";
+import { expectStatus, type TestApi } from "../../testing/harness.ts";
+import { createBot, SessionClient } from "../../testing/sessions.ts";
+import { startApiOnTestSupervisor } from "../../testing/supervisor-process.ts";
+import { buildWorld } from "../../testing/world.ts";
 
 /**
  * Idle suspension on a real Docker computer: nobody uses it for SANDBOX_IDLE_MS, so its container

@@ -2,12 +2,12 @@ import { randomBytes } from "node:crypto";
 import { createSupervisorClient } from "@cubicle/providers/supervisor-wire";
 import type { TestSupervisor } from "@cubicle/supervisor/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { destroyMachines } from "../testing/computers.ts";
-import { expectStatus, type TestApi } from "../testing/harness.ts";
-import { createBot, type OpenedSession, SessionClient } from "../testing/sessions.ts";
-import { startApiOnTestSupervisor } from "../testing/supervisor-process.ts";
-import { until } from "../testing/until.ts";
-import { buildWorld, type World } from "../testing/world.ts";
+import { destroyMachines } from "../../testing/computers.ts";
+import { expectStatus, type TestApi } from "../../testing/harness.ts";
+import { createBot, type OpenedSession, SessionClient } from "../../testing/sessions.ts";
+import { startApiOnTestSupervisor } from "../../testing/supervisor-process.ts";
+import { until } from "../../testing/until.ts";
+import { buildWorld, type World } from "../../testing/world.ts";
 
 /**
  * Egress policies through the api on a real Docker computer: set while it runs (no restart), kept

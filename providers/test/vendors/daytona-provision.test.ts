@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { type DaytonaEmulator, startDaytonaEmulator } from "@cubicle/emulators/daytona";
 import { Daytona } from "@daytonaio/sdk";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createDaytonaProvider } from "./index.ts";
+import { createDaytonaProvider } from "../../src/daytona/index.ts";
 
 let emulator: DaytonaEmulator;
 let daytona: Daytona;
