@@ -1,6 +1,7 @@
 import createClient, { type Client } from "openapi-fetch";
+import { must } from "./calls.ts";
 import { type WorkspaceEvent, type WorkspaceEventsOptions, workspaceEvents } from "./events.ts";
-import { errorOf, localError } from "./problem.ts";
+import { localError } from "./problem.ts";
 import type { components, paths } from "./schema";
 import {
   type CapabilityOptions,
@@ -204,18 +205,4 @@ export class Cubicle {
       );
     return only.id;
   }
-}
-
-type Call<T> = Promise<{ data?: T; error?: unknown; response: Response }>;
-
-/** A typed call's result when it succeeded (the response too, for its headers), or its problem thrown as a `CubicleError`. */
-export async function succeeded<T>(call: Call<T>): Promise<{ data: T; response: Response }> {
-  const { data, error, response } = await call;
-  if (!response.ok) throw await errorOf(response, error);
-  return { data: data as T, response };
-}
-
-/** The data of a typed call, or its problem thrown as a `CubicleError`. */
-export async function must<T>(call: Call<T>): Promise<T> {
-  return (await succeeded(call)).data;
 }

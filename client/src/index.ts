@@ -1,4 +1,5 @@
 export type { DesktopAction, Modifier, MouseButton, Point } from "./actions.ts";
+export { must } from "./calls.ts";
 export {
   type AuditPage,
   type AuditQuery,
@@ -8,7 +9,6 @@ export {
   Cubicle,
   type CubicleEnv,
   type CubicleOptions,
-  must,
   type Schemas,
 } from "./cubicle.ts";
 export type { WorkspaceEvent, WorkspaceEventsOptions } from "./events.ts";

@@ -1,5 +1,5 @@
+import { must, succeeded } from "./calls.ts";
 import type { Cubicle, Schemas } from "./cubicle.ts";
-import { must, succeeded } from "./cubicle.ts";
 
 export type ScreenCapability = Schemas["ScreenCapability"];
 export type ControlLeaseRecord = Schemas["ControlLease"];

@@ -1,5 +1,6 @@
 import type { DesktopAction } from "./actions.ts";
-import { type Bot, type Cubicle, must, type Schemas, succeeded } from "./cubicle.ts";
+import { must, succeeded } from "./calls.ts";
+import type { Bot, Cubicle, Schemas } from "./cubicle.ts";
 import { CubicleError, errorOf, localError } from "./problem.ts";
 import { mintScreenCapability, type ScreenCapability } from "./screens.ts";
 import {
