@@ -29,8 +29,6 @@ export interface DaytonaConnection {
 /** Seconds the SDK may take for a lifecycle change (its own default is 60). */
 const LIFECYCLE_SECONDS = 180;
 
-export type SandboxState = "started" | "stopped" | "missing";
-
 /**
  * Sandboxes of one Daytona organisation, keyed by the sandbox id (the providerRef). The SDK's
  * objects are kept only as a cache of what the last read said; every use reads the state again,
@@ -95,12 +93,6 @@ export class Sandboxes {
     if (sandbox.state === "destroyed" || sandbox.state === "destroying") return this.forgotten(sandboxId);
     this.known.set(sandboxId, sandbox);
     return sandbox;
-  }
-
-  async state(sandboxId: string): Promise<SandboxState> {
-    const sandbox = await this.get(sandboxId);
-    if (!sandbox) return "missing";
-    return sandbox.state === "started" ? "started" : "stopped";
   }
 
   /**

@@ -1,11 +1,5 @@
 import { AuthenticationError, NotFoundError, RateLimitError, Sandbox } from "@e2b/desktop";
-import {
-  type MachineRef,
-  machineStopped,
-  ProviderError,
-  SCREEN_HEIGHT,
-  SCREEN_WIDTH,
-} from "../contract/index.ts";
+import { type MachineRef, ProviderError, SCREEN_HEIGHT, SCREEN_WIDTH } from "../contract/index.ts";
 import { ArchiveRefused } from "../kernel/home-archive.ts";
 import { vendorCaller } from "../remote/vendor-call.ts";
 import type { E2bNetwork } from "./egress.ts";
@@ -118,17 +112,12 @@ export class Sandboxes {
   }
 
   /**
-   * The SDK object of a running sandbox, or MACHINE_STOPPED / MACHINE_MISSING. Using a sandbox
-   * pushes its vendor timeout forward (at most once a minute), so E2B never pauses a computer
-   * that Cubicle considers active.
+   * The SDK object of a sandbox just read as running: the one kept from its create or last
+   * connect, else one connected anew; MACHINE_MISSING when E2B no longer has it.
    */
-  async running(sandboxId: string): Promise<Sandbox> {
-    const state = await this.state(sandboxId);
-    if (state === "missing") throw missingMachine(sandboxId);
-    if (state === "paused") throw machineStopped();
+  async attach(sandboxId: string): Promise<Sandbox> {
     const sandbox = this.live.get(sandboxId) ?? (await this.connect(sandboxId));
     if (!sandbox) throw missingMachine(sandboxId);
-    if (this.keepAliveDue(sandboxId)) await this.keepAlive(sandboxId);
     return sandbox;
   }
 
