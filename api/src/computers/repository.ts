@@ -1,8 +1,7 @@
 import type { Computer, Database } from "@cubicle/db";
-import { reusableRef } from "@cubicle/providers";
+import { PROVIDER_KINDS, reusableRef } from "@cubicle/providers";
 import {
   type MachineRef,
-  PROVIDER_KINDS,
   ProviderError,
   type ProviderKind,
   type SandboxProvider,

@@ -1,6 +1,5 @@
 import { COMPUTER_STATES, type Computer } from "@cubicle/db";
-import { computersDisabled, movesOnNextStart } from "@cubicle/providers";
-import { PROVIDER_KINDS } from "@cubicle/providers/contract";
+import { computersDisabled, movesOnNextStart, PROVIDER_KINDS } from "@cubicle/providers";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";

@@ -205,7 +205,7 @@ describe("parseEnv secrets as files", () => {
       expect(env.betterAuthSecret).toBe("auth-secret-from-a-file");
       expect(env.encryptionKey).toBe("encryption-key-from-a-file");
       expect(env.databaseUrl).toBe("postgres://cubicle:pw@db:5432/cubicle");
-      expect(env.sandbox.e2bApiKey).toBe("e2b_key_from_a_file");
+      expect(env.sandbox.variables.E2B_API_KEY).toBe("e2b_key_from_a_file");
 
       const missing = path.join(dir, "missing");
       expect(errorOf({ SCREEN_CAPABILITY_KEY_FILE: missing, PORT: "0" }).problems).toEqual([
@@ -352,7 +352,7 @@ describe("sandbox settings", () => {
       supervisorUrl: "http://127.0.0.1:7091",
       idleMs: 600_000,
       commandTimeoutMs: 300_000,
-      desktopAllowedRoots: [],
+      variables: expect.objectContaining({ DESKTOP_ALLOWED_ROOTS: [] }),
     });
   });
 
@@ -377,9 +377,8 @@ describe("sandbox settings", () => {
       "SANDBOX_SUPERVISOR_URL: must be an http(s) URL",
     );
     expect(() => parseEnv({ DESKTOP_ALLOWED_ROOTS: "relative/path" })).toThrow("DESKTOP_ALLOWED_ROOTS");
-    expect(parseEnv({ DESKTOP_ALLOWED_ROOTS: "/srv/a, /srv/b/" }).sandbox.desktopAllowedRoots).toEqual([
-      "/srv/a",
-      "/srv/b",
-    ]);
+    expect(
+      parseEnv({ DESKTOP_ALLOWED_ROOTS: "/srv/a, /srv/b/" }).sandbox.variables.DESKTOP_ALLOWED_ROOTS,
+    ).toEqual(["/srv/a", "/srv/b"]);
   });
 });

@@ -6,7 +6,8 @@ import {
   TRUSTED_PROXY_RULE,
   withSecretFiles,
 } from "@cubicle/config";
-import { PROVIDER_KINDS, type ProviderKind } from "@cubicle/providers/contract";
+import { BACKEND_VARIABLES, type BackendVariables, PROVIDER_KINDS } from "@cubicle/providers";
+import type { ProviderKind } from "@cubicle/providers/contract";
 import { z } from "zod";
 
 export { ConfigError };
@@ -99,17 +100,8 @@ export interface SandboxEnv {
   /** At most one audit entry per computer and refused destination in this long. */
   readonly egressAuditWindowMs: number;
   readonly commandTimeoutMs: number;
-  readonly e2bApiKey: string | undefined;
-  readonly e2bApiUrl: string | undefined;
-  readonly e2bSandboxUrl: string | undefined;
-  readonly e2bDomain: string | undefined;
-  readonly daytonaApiKey: string | undefined;
-  readonly daytonaApiUrl: string | undefined;
-  readonly daytonaTarget: string | undefined;
-  readonly boxApiKey: string | undefined;
-  readonly boxApiUrl: string | undefined;
-  /** Extra host folders a `desktop` computer may touch besides its home. */
-  readonly desktopAllowedRoots: readonly string[];
+  /** Each backend's own variables (its key, addresses, folders), as its row in the table names them. */
+  readonly variables: BackendVariables;
 }
 
 const DEFAULT_PORT = 3100;
@@ -179,6 +171,27 @@ function wholeNumber(fallback: number, min: number, max: number) {
     }
     return n;
   });
+}
+
+/** A comma-separated list of absolute paths, resolved. */
+const absolutePaths = optionalTrimmed.transform((v, ctx) => {
+  const roots = splitList(v);
+  if (roots.some((root) => !path.isAbsolute(root))) {
+    ctx.addIssue({ code: "custom", message: "must be a comma-separated list of absolute paths" });
+    return z.NEVER;
+  }
+  return roots.map((root) => path.resolve(root));
+});
+
+/** The backends' own variables, each read as its row says (a secret may also come from a file). */
+function backendVariables() {
+  const readers = {
+    secret: optionalTrimmed,
+    text: optionalTrimmed,
+    url: optionalHttpUrl,
+    paths: absolutePaths,
+  };
+  return Object.fromEntries(BACKEND_VARIABLES.map(({ name, type }) => [name, readers[type]]));
 }
 
 const CONTROL_LEASE_MS = { default: 900_000, min: 10_000, testMin: 1_000, max: 4 * 3_600_000 };
@@ -314,24 +327,7 @@ const schema = z
     SANDBOX_EGRESS_POLL_MS: positiveMilliseconds(5_000),
     SANDBOX_EGRESS_AUDIT_WINDOW_MS: positiveMilliseconds(600_000),
     SANDBOX_COMMAND_TIMEOUT_MS: positiveMilliseconds(300_000),
-    E2B_API_KEY: optionalTrimmed,
-    // the SDK's own redirect settings (an E2B-compatible endpoint, a self-hosted E2B)
-    E2B_API_URL: optionalHttpUrl,
-    E2B_SANDBOX_URL: optionalHttpUrl,
-    E2B_DOMAIN: optionalTrimmed,
-    DAYTONA_API_KEY: optionalTrimmed,
-    DAYTONA_API_URL: optionalHttpUrl,
-    DAYTONA_TARGET: optionalTrimmed,
-    BOX_API_KEY: optionalTrimmed,
-    BOX_API_URL: optionalHttpUrl,
-    DESKTOP_ALLOWED_ROOTS: optionalTrimmed.transform((v, ctx) => {
-      const roots = splitList(v);
-      if (roots.some((root) => !path.isAbsolute(root))) {
-        ctx.addIssue({ code: "custom", message: "must be a comma-separated list of absolute paths" });
-        return z.NEVER;
-      }
-      return roots.map((root) => path.resolve(root));
-    }),
+    ...backendVariables(),
   })
   .transform((raw, ctx): ApiEnv => {
     // Tests may use short leases to watch them expire; real ones are long enough to be renewed.
@@ -393,16 +389,11 @@ const schema = z
         egressPollMs: raw.SANDBOX_EGRESS_POLL_MS,
         egressAuditWindowMs: raw.SANDBOX_EGRESS_AUDIT_WINDOW_MS,
         commandTimeoutMs: raw.SANDBOX_COMMAND_TIMEOUT_MS,
-        e2bApiKey: raw.E2B_API_KEY,
-        e2bApiUrl: raw.E2B_API_URL,
-        e2bSandboxUrl: raw.E2B_SANDBOX_URL,
-        e2bDomain: raw.E2B_DOMAIN,
-        daytonaApiKey: raw.DAYTONA_API_KEY,
-        daytonaApiUrl: raw.DAYTONA_API_URL,
-        daytonaTarget: raw.DAYTONA_TARGET,
-        boxApiKey: raw.BOX_API_KEY,
-        boxApiUrl: raw.BOX_API_URL,
-        desktopAllowedRoots: Object.freeze(raw.DESKTOP_ALLOWED_ROOTS),
+        variables: Object.freeze(
+          Object.fromEntries(
+            BACKEND_VARIABLES.map(({ name }) => [name, (raw as Record<string, unknown>)[name]]),
+          ),
+        ) as BackendVariables,
       }),
       sessions: Object.freeze({ leaseMs: raw.SESSION_LEASE_MS }),
       checkpoints: Object.freeze({
@@ -451,7 +442,5 @@ const API_SECRETS = [
   // a Postgres URL holds the database's password
   "DATABASE_URL",
   "DATABASE_PASSWORD",
-  "E2B_API_KEY",
-  "DAYTONA_API_KEY",
-  "BOX_API_KEY",
+  ...BACKEND_VARIABLES.filter(({ type }) => type === "secret").map(({ name }) => name),
 ];

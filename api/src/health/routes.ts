@@ -1,4 +1,4 @@
-import { PROVIDER_KINDS } from "@cubicle/providers/contract";
+import { PROVIDER_KINDS } from "@cubicle/providers";
 import { createRoute, z } from "@hono/zod-openapi";
 import { ProblemSchema } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";

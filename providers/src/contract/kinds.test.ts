@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { PROVIDER_KINDS } from "./kinds.ts";
+import { PROVIDER_KINDS } from "../selection/backends.ts";
 
 // What differs between backends is asked of the backend (its capabilities, screenEnv, launch…) or
 // of the selection (usesSupervisor, runsOnThisMachine), never decided elsewhere by comparing a

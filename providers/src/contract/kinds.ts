@@ -1,25 +1,7 @@
 /**
- * Every value SANDBOX_PROVIDER takes. Only the providers package compares them (a test holds the
- * rest of the repository to that): what differs between backends is asked of the backend.
+ * Every value SANDBOX_PROVIDER takes: the keys of the backends' table (`selection/backends.ts`,
+ * where `PROVIDER_KINDS` lists them). Only the providers package compares them (a test holds the
+ * rest of the repository to that): what differs between backends is asked of the backend. A type
+ * here, so that importing the contract loads no backend.
  */
-export const PROVIDER_KINDS = [
-  "docker",
-  "e2b",
-  "daytona",
-  "box",
-  "desktop",
-  "none",
-  "fake",
-  "e2b-emulator",
-  "daytona-emulator",
-  "box-emulator",
-] as const;
-export type ProviderKind = (typeof PROVIDER_KINDS)[number];
-
-/** Kinds that exist only for tests and development; refused in production. */
-export const TEST_PROVIDER_KINDS = [
-  "fake",
-  "e2b-emulator",
-  "daytona-emulator",
-  "box-emulator",
-] as const satisfies readonly ProviderKind[];
+export type { ProviderKind } from "../selection/backends.ts";

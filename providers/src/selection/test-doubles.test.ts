@@ -20,21 +20,21 @@ function isProductionSource(file: string): boolean {
 const IMPORT = /(?:from\s+|import\s*\(\s*)["']([^"']+)["']/g;
 
 describe("test doubles", () => {
-  it("are imported by no production source, except buildProvider's lazy import for the fake kind", () => {
+  it("are imported by no production source, except the fake backend's lazy import when it is built", () => {
     const files = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" })
       .split("\n")
       .filter(isProductionSource);
-    expect(files).toContain("providers/src/selection/selection.ts");
+    expect(files).toContain("providers/src/selection/backends.ts");
     const found = files.flatMap((file) =>
       [...readFileSync(join(ROOT, file), "utf8").matchAll(IMPORT)]
         .map((match) => match[1] ?? "")
         .filter((specifier) => /(^|\/)testing(\/|$)/.test(specifier))
         .map((specifier) => `${file} imports ${specifier}`),
     );
-    expect(found).toEqual(["providers/src/selection/selection.ts imports ../../testing/fake/index.ts"]);
-    const selection = readFileSync(join(ROOT, "providers/src/selection/selection.ts"), "utf8");
-    expect(selection, "the fake is loaded lazily, inside its case").toMatch(
-      /case "fake": \{\s+const \{ createFakeProvider \} = await import\("\.\.\/\.\.\/testing\/fake\/index\.ts"\);/,
+    expect(found).toEqual(["providers/src/selection/backends.ts imports ../../testing/fake/index.ts"]);
+    const backends = readFileSync(join(ROOT, "providers/src/selection/backends.ts"), "utf8");
+    expect(backends, "the fake is loaded lazily, when it is built").toMatch(
+      /async build\(\) \{\s+const \{ createFakeProvider \} = await import\("\.\.\/\.\.\/testing\/fake\/index\.ts"\);/,
     );
   });
 });
