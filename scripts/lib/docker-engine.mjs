@@ -25,7 +25,8 @@ import {
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { imageVersion } from "@cubicle/computer-image/version";
+// by path: this runs before `npm ci`, when no package can be resolved by name
+import { imageVersion } from "../../computer-image/version.mjs";
 import { root, runOrExit } from "./run.mjs";
 import { onPath } from "./system-packages.mjs";
 import { ensureWebBuilt } from "./web.mjs";
