@@ -4,9 +4,9 @@ import type { Context } from "hono";
 import { defineRoute } from "../access/define-route.ts";
 import type { AppEnv } from "../context.ts";
 import { iso } from "../http/iso.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { InvalidCursorError } from "./audit-log.ts";
 
 const AuditEventSchema = z

@@ -9,10 +9,10 @@ import { botBusy } from "../computers/occupancy.ts";
 import type { AppEnv } from "../context.ts";
 import { iso, isoOrNull } from "../http/iso.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { isUniqueViolation } from "../screens/control-leases.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { type BotState, botStates, lockBot, nameTaken, requireBot } from "./repository.ts";
 
 const COMPUTER_MODES = ["team", "private"] as const satisfies readonly ComputerMode[];

@@ -8,11 +8,11 @@ import type { AppEnv } from "../context.ts";
 import { describedPolicy, EgressPolicySchema, effectivePolicy, workspacePolicy } from "../egress/policy.ts";
 import { iso, isoOrNull } from "../http/iso.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
+import { ComputerParams, WorkspaceIdParam } from "../http/params.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
+import { COMPUTERS, computerOf, PROVIDER_PROBLEMS } from "./http.ts";
 import { destroyComputer, ensureRunning, stopComputer, touchComputer } from "./lifecycle.ts";
 import { computerBusy, openSessions, screensControlled, screensInUse } from "./occupancy.ts";
-import { requireComputer } from "./repository.ts";
 
 const Named = z.object({ id: z.string(), name: z.string() });
 
@@ -77,26 +77,6 @@ const ComputerSchema = z
     updatedAt: z.string().datetime(),
   })
   .openapi("Computer");
-
-export const ComputerParams = WorkspaceIdParam.extend({
-  computerId: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: "computerId", in: "path" } }),
-});
-
-export const COMPUTERS = "/v1/workspaces/{workspaceId}/computers";
-export const PROVIDER_PROBLEMS = {
-  409: { description: "Busy (COMPUTER_BUSY), or changing state elsewhere (COMPUTER_TRANSITIONING)" },
-  502: {
-    description: "The provider failed (PROVIDER_FAILURE), or refused its API key (PROVIDER_AUTH_FAILED)",
-  },
-  503: {
-    description:
-      "Computers are disabled (SANDBOX_DISABLED), or the provider does not answer (PROVIDER_UNAVAILABLE, with Retry-After)",
-  },
-} as const;
 
 const listComputers = defineRoute(
   { kind: "workspace", minRole: "viewer" },
@@ -222,9 +202,6 @@ export function computerRoutes() {
       return c.json(await view(c, destroyed), 200);
     });
 }
-
-export const computerOf = (c: Context<AppEnv>) =>
-  requireComputer(c.var.deps.database.db, c.var.workspace.workspaceId, c.req.param("computerId") ?? "");
 
 async function idleComputer(c: Context<AppEnv>): Promise<Computer> {
   const computer = await computerOf(c);

@@ -4,9 +4,9 @@ import { defineRoute } from "../access/define-route.ts";
 import { actorOf } from "../auth/principal.ts";
 import type { AppEnv } from "../context.ts";
 import { iso } from "../http/iso.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 
 /** What the API ever says about a credential: never the secret, never the ciphertext. */
 const CredentialSchema = z

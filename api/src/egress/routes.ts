@@ -6,12 +6,12 @@ import type { Kysely } from "kysely";
 import { defineRoute } from "../access/define-route.ts";
 import type { AuditActor } from "../audit/audit-log.ts";
 import { actorOf } from "../auth/principal.ts";
+import { COMPUTERS, computerOf } from "../computers/http.ts";
 import { type ComputerDeps, withComputerLock } from "../computers/lifecycle.ts";
-import { COMPUTERS, ComputerParams, computerOf } from "../computers/routes.ts";
 import type { AppEnv } from "../context.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
+import { ComputerParams, WorkspaceIdParam } from "../http/params.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { applyToComputer, providerOfComputer, requireEnforceable, unenforcedReason } from "./apply.ts";
 import {
   describedPolicy,

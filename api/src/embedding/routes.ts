@@ -2,8 +2,8 @@ import { z } from "@hono/zod-openapi";
 import { defineRoute } from "../access/define-route.ts";
 import { actorOf } from "../auth/principal.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { EmbedOriginsSchema, embedOriginsOf, setEmbedOrigins } from "./origins.ts";
 
 const PATH = "/v1/workspaces/{workspaceId}/embed-origins";

@@ -1,8 +1,8 @@
 import { ACTOR_TYPES } from "@cubicle/db";
 import { z } from "@hono/zod-openapi";
 import { defineRoute } from "../access/define-route.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { currentEpoch, resumeFrom } from "./epochs.ts";
 import { EVENT_ACTIONS } from "./kinds.ts";
 import { decodePosition } from "./position.ts";

@@ -5,9 +5,9 @@ import { hasRole, WORKSPACE_ROLES } from "../access/roles.ts";
 import { actorOf } from "../auth/principal.ts";
 import type { AppEnv } from "../context.ts";
 import { iso } from "../http/iso.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 
 const INVITATION_STATUSES = ["pending", "accepted", "rejected", "canceled"] as const;
 

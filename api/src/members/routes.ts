@@ -5,9 +5,9 @@ import { hasRole, isWorkspaceRole, WORKSPACE_ROLES, type WorkspaceRole } from ".
 import { actorOf } from "../auth/principal.ts";
 import type { AppEnv } from "../context.ts";
 import { iso } from "../http/iso.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 
 const MemberSchema = z
   .object({

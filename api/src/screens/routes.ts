@@ -10,9 +10,9 @@ import type { AppEnv } from "../context.ts";
 import { EmbedOrigin } from "../embedding/origins.ts";
 import { iso } from "../http/iso.ts";
 import { jsonResponse as json, pathParam } from "../http/openapi.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { holderOfCaller } from "./access.ts";
 import { mintScreenCapability } from "./capabilities.ts";
 import {

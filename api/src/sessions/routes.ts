@@ -7,11 +7,11 @@ import { requireBot } from "../bots/repository.ts";
 import { computerForBot, ensureRunning, touchComputer } from "../computers/lifecycle.ts";
 import type { Machine } from "../computers/repository.ts";
 import { jsonResponse as json } from "../http/openapi.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
 import { ensureStartFolder, sessionPaths } from "../tools/paths.ts";
 import { toolRoutes } from "../tools/routes.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
 import { computerBusy, holderOf, holds, notHolder, requireSession, staleFence } from "./access.ts";
 import {
   BotChanged,

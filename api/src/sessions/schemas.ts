@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { iso, isoOrNull } from "../http/iso.ts";
 import { pathParam } from "../http/openapi.ts";
-import { WorkspaceIdParam } from "../workspaces/routes.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import type { SessionView } from "./leases.ts";
 
 /** The one way a session's fence travels, on every write of the session and every tool call. */

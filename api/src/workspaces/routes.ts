@@ -3,16 +3,9 @@ import { defineRoute } from "../access/define-route.ts";
 import { WORKSPACE_ROLES } from "../access/roles.ts";
 import { actorOf } from "../auth/principal.ts";
 import { iso } from "../http/iso.ts";
+import { WorkspaceIdParam } from "../http/params.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { createRouter } from "../http/router.ts";
-
-export const WorkspaceIdParam = z.object({
-  workspaceId: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: "workspaceId", in: "path" } }),
-});
 
 const WorkspaceSchema = z
   .object({
