@@ -536,6 +536,37 @@ describe("the screen proxy", () => {
       expect(plain.captured.frames.every((frame) => !frame.toString().startsWith('{"type"'))).toBe(true);
       await expectStillLive([view, plain]);
     });
+
+    it("says control ended when the lease's end reaches the proxy just after its control server stopped", async () => {
+      const keyText = expectStatus(
+        await world.people.owner.post(`/v1/workspaces/${world.workspaceId}/api-keys`, {
+          name: "embedder, racing",
+          role: "member",
+        }),
+        201,
+      ).json.key as string;
+      const backend = t.client();
+      const lease = expectStatus(
+        await backend.post(`${screenPath()}/control`, undefined, { apiKey: keyText }),
+        201,
+      ).json;
+      const minted = expectStatus(
+        await backend.post(`${screenPath()}/capabilities`, { mode: "control" }, { apiKey: keyText }),
+        201,
+      ).json;
+      const control = await openScreenSocket(proxy.url, minted.token, { status: true });
+      await until(() => control.statuses.length === 1);
+      // the order a loaded machine once gave a release: the control server stops (the api stops it
+      // as soon as the lease ends), and the proxy hears of the lease's end a moment later
+      const { provider, ref } = await machineFor(t, computer);
+      await provider.closeControl(ref, 0);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expectStatus(
+        await backend.delete(`${screenPath()}/control/${lease.leaseId}`, { apiKey: keyText }),
+        204,
+      );
+      expect(await control.closed).toBe(4001);
+    });
   });
 
   it("reports health and metrics: open sockets by mode, bytes each way, refusals by reason", async () => {

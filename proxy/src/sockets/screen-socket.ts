@@ -65,6 +65,12 @@ function recordingEnd(mode: ScreenMode, closedWith: CloseKind | undefined): Reco
 
 // A peer that ignores our close frame is cut off; revocation must not wait for its cooperation.
 const CLOSE_GRACE_MS = 500;
+/**
+ * The api stops a control server as soon as its lease ends, so a control socket's screen may drop
+ * just before the lease's end reaches this proxy (under load, it did). The browser is told that
+ * control ended when the lease's end arrives within this long, and that the screen closed otherwise.
+ */
+const LEASE_END_GRACE_MS = 2_000;
 const PING_INTERVAL_MS = 20_000;
 
 export interface ScreenSocketOptions {
@@ -198,7 +204,12 @@ export class ScreenSocket {
         },
         onDropped: () => metrics.droppedInput.inc(),
         // with a close frame saying why (an abort comes from close(), which already sent one)
-        closeBrowser: (ending) => this.close(closeKindOf(ending)),
+        closeBrowser: (ending) => {
+          const kind = closeKindOf(ending);
+          if (kind !== "targetClosed" || !this.options.lease) return this.close(kind);
+          // the lease's end, if it comes meanwhile, closes first (close() runs once)
+          setTimeout(() => this.close(kind), LEASE_END_GRACE_MS).unref();
+        },
         ...(recorder
           ? {
               onServerData: (data) => recorder.server(data),
