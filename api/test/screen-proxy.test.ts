@@ -488,16 +488,11 @@ describe("the screen proxy", () => {
       await setOrigins([]);
     });
 
-    it("tells a viewer that asked for status who controls the screen, and a control socket its lease", async () => {
-      const view = await openScreenSocket(proxy.url, await mintFor(), { status: true });
-      const plain = await openScreenSocket(proxy.url, await mintFor());
-      await until(() => view.statuses.length === 1);
-      expect(view.statuses).toEqual([{ type: "controlled", controlled: false }]);
-
-      // an API key takes control for the page it embeds the screen in, and mints under its lease
+    /** A member's API key that holds the screen's control lease, as an embedding page's backend does. */
+    const keyTakesControl = async (name: string) => {
       const keyText = expectStatus(
         await world.people.owner.post(`/v1/workspaces/${world.workspaceId}/api-keys`, {
-          name: "embedder",
+          name,
           role: "member",
         }),
         201,
@@ -507,13 +502,25 @@ describe("the screen proxy", () => {
         await backend.post(`${screenPath()}/control`, undefined, { apiKey: keyText }),
         201,
       ).json;
+      const mintControl = async () =>
+        expectStatus(
+          await backend.post(`${screenPath()}/capabilities`, { mode: "control" }, { apiKey: keyText }),
+          201,
+        ).json.token as string;
+      return { keyText, backend, lease, mintControl };
+    };
+
+    it("tells a viewer that asked for status who controls the screen, and a control socket its lease", async () => {
+      const view = await openScreenSocket(proxy.url, await mintFor(), { status: true });
+      const plain = await openScreenSocket(proxy.url, await mintFor());
+      await until(() => view.statuses.length === 1);
+      expect(view.statuses).toEqual([{ type: "controlled", controlled: false }]);
+
+      // an API key takes control for the page it embeds the screen in, and mints under its lease
+      const { keyText, backend, lease, mintControl } = await keyTakesControl("embedder");
       await until(() => view.statuses.length === 2);
       expect(view.statuses[1]).toEqual({ type: "controlled", controlled: true });
-      const minted = expectStatus(
-        await backend.post(`${screenPath()}/capabilities`, { mode: "control" }, { apiKey: keyText }),
-        201,
-      ).json;
-      const control = await openScreenSocket(proxy.url, minted.token, { status: true });
+      const control = await openScreenSocket(proxy.url, await mintControl(), { status: true });
       await until(() => control.statuses.length === 1);
       expect(control.statuses).toEqual([{ type: "lease", expiresAt: lease.expiresAt }]);
       const renewed = expectStatus(
@@ -538,23 +545,8 @@ describe("the screen proxy", () => {
     });
 
     it("says control ended when the lease's end reaches the proxy just after its control server stopped", async () => {
-      const keyText = expectStatus(
-        await world.people.owner.post(`/v1/workspaces/${world.workspaceId}/api-keys`, {
-          name: "embedder, racing",
-          role: "member",
-        }),
-        201,
-      ).json.key as string;
-      const backend = t.client();
-      const lease = expectStatus(
-        await backend.post(`${screenPath()}/control`, undefined, { apiKey: keyText }),
-        201,
-      ).json;
-      const minted = expectStatus(
-        await backend.post(`${screenPath()}/capabilities`, { mode: "control" }, { apiKey: keyText }),
-        201,
-      ).json;
-      const control = await openScreenSocket(proxy.url, minted.token, { status: true });
+      const { keyText, backend, lease, mintControl } = await keyTakesControl("embedder, racing");
+      const control = await openScreenSocket(proxy.url, await mintControl(), { status: true });
       await until(() => control.statuses.length === 1);
       // the order a loaded machine once gave a release: the control server stops (the api stops it
       // as soon as the lease ends), and the proxy hears of the lease's end a moment later
